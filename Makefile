@@ -1,0 +1,18 @@
+# The two commands of the README: `make serve` and `make test`.
+VENV ?= .venv
+
+.PHONY: setup serve test lint bench
+
+setup:
+	bash scripts/setup.sh
+
+serve: setup
+	$(VENV)/bin/allnighter serve
+
+test: setup
+	$(VENV)/bin/ruff check server models timesync tests
+	$(VENV)/bin/pytest -v -rs --durations=15
+
+bench: setup
+	$(VENV)/bin/allnighter bench latency
+	$(VENV)/bin/allnighter bench viewers

@@ -1,0 +1,179 @@
+"""Piper text-to-speech with per-phoneme sample counts (for lip-sync visemes).
+
+Piper's voice models do not output alignments by themselves; PiperVoice.load(...,
+include_alignments=True) patches the ONNX graph in memory (needs the `onnx` package,
+pulled in by piper-tts[alignment]) so every synthesized sentence comes with how many
+audio samples each phoneme covers.
+
+Blocking API, meant to be driven from an executor thread; no asyncio here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from piper import PiperVoice, SynthesisConfig
+from piper.voice import AudioChunk
+
+from models.catalogue import existing_file, packaged_piper_voice
+from models.device import onnx_cuda, resolve
+
+
+@dataclass(frozen=True)
+class SpeechChunk:
+    """One synthesized sentence.
+
+    `phonemes` pairs each phoneme (Piper's "^" start and "$" end markers included) with
+    the number of audio samples it covers; the counts sum exactly to len(audio).
+    """
+
+    audio: np.ndarray  # int16, mono
+    sample_rate: int
+    phonemes: tuple[tuple[str, int], ...]
+    text: str
+
+
+@dataclass(frozen=True)
+class VoiceStyle:
+    """How to speak. None for the noise scales means the voice's own default."""
+
+    length_scale: float = 1.0  # > 1 is slower
+    noise_scale: float | None = None  # voice variation
+    noise_w_scale: float | None = None  # phoneme duration variation
+    volume: float = 1.0
+
+
+# A sentence ends at . ! ? (plus closing quotes/brackets) followed by whitespace ...
+_SENTENCE_END = re.compile(r"[.!?]+[\"')\]]*\s+")
+# ... unless the "." closes a common title, a lone initial or a dotted abbreviation
+# ("Dr.", "J.", "U.S.A.", "e.g."), which espeak-ng mostly reads through.
+_ABBREVIATION = re.compile(r"(?:\b(?:mr|mrs|ms|dr|st|vs|jr|sr|prof)|(?:^|[\s(])\w|\w\.\w)\.$", re.I)
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split text into the sentences that will each become one SpeechChunk."""
+    sentences: list[str] = []
+    start = 0
+    for match in _SENTENCE_END.finditer(text):
+        if _ABBREVIATION.search(text[start : match.end()].rstrip()):
+            continue
+        if sentence := text[start : match.end()].strip():
+            sentences.append(sentence)
+        start = match.end()
+    if tail := text[start:].strip():
+        sentences.append(tail)
+    return sentences
+
+
+def _fit(phonemes: list[tuple[str, int]], total: int) -> tuple[tuple[str, int], ...]:
+    """Make the per-phoneme counts sum exactly to `total` (the audio length).
+
+    Piper's counts already do for the voices we ship; this is only a guard so that
+    downstream timing never drifts: the difference goes to the last phoneme.
+    """
+    if not phonemes:
+        return (("", total),)
+    gap = total - sum(n for _, n in phonemes)
+    if gap:
+        last, count = phonemes[-1]
+        phonemes[-1] = (last, max(0, count + gap))
+        if sum(n for _, n in phonemes) != total:  # a negative gap larger than the tail
+            share, rest = divmod(total, len(phonemes))
+            phonemes = [(p, share + (i < rest)) for i, (p, _) in enumerate(phonemes)]
+    return tuple(phonemes)
+
+
+def _centred_on_pads(chunk: AudioChunk) -> list[tuple[str, int]]:
+    """Per-phoneme spans with each inter-phoneme pad split between its two neighbours.
+
+    Piper groups every phoneme id with the pad id that follows it ([p, 0]), so a phoneme's
+    reported span ends with the transition into the next one. Measured against the audio's
+    loudness, sound arrives about 20 ms before those spans (the median over a paragraph);
+    giving the first half of each pad to the phoneme before it and the second half to the
+    one after brings the median to about 5 ms.
+    """
+    alignments = chunk.phoneme_alignments or []
+    ids = chunk.phoneme_id_samples
+    per_id = [] if ids is None else [int(n) for n in ids]
+    if len(per_id) != sum(len(a.phoneme_ids) for a in alignments):
+        return [(a.phoneme, int(a.num_samples)) for a in alignments]
+    timed: list[tuple[str, int]] = []
+    carry, k = 0, 0
+    for a in alignments:
+        ids = per_id[k : k + len(a.phoneme_ids)]
+        k += len(a.phoneme_ids)
+        own, pad = ids[0], sum(ids[1:])
+        timed.append((a.phoneme, carry + own + pad - pad // 2))
+        carry = pad // 2
+    if timed:
+        timed[-1] = (timed[-1][0], timed[-1][1] + carry)
+    return timed
+
+
+class PiperSpeaker:
+    """A Piper voice that yields one audio chunk, with phoneme timings, per sentence."""
+
+    def __init__(self, voice_path: str | Path | None = None, device: str = "auto") -> None:
+        """Load the voice (~0.5 s); `voice_path` is an .onnx with its .onnx.json beside it."""
+        path = (
+            packaged_piper_voice()
+            if voice_path is None
+            else existing_file(voice_path, "Piper voice model")
+        )
+        self.device = resolve(device, lambda: "cuda" if onnx_cuda() else "cpu")
+        self.voice_path = path
+        self.voice = PiperVoice.load(path, include_alignments=True, use_cuda=self.device == "cuda")
+        self.sample_rate: int = self.voice.config.sample_rate
+
+    def speak(self, text: str, style: VoiceStyle | None = None) -> Iterator[SpeechChunk]:
+        """Synthesize `text`, yielding each sentence as soon as Piper has it (blocking).
+
+        The text is split into sentences here and each is synthesized on its own, so every
+        chunk knows which text it voices (Piper itself reports only phonemes). When Piper
+        splits one of our sentences further (an abbreviation such as "Dr."), the first
+        chunk carries the sentence text and the rest carry "".
+        """
+        style = style or VoiceStyle()
+        config = SynthesisConfig(
+            length_scale=style.length_scale,
+            noise_scale=style.noise_scale,
+            noise_w_scale=style.noise_w_scale,
+            volume=style.volume,
+        )
+        for sentence in split_sentences(text):
+            label = sentence
+            for chunk in self.voice.synthesize(
+                sentence, syn_config=config, include_alignments=True
+            ):
+                yield self._chunk(chunk, label)
+                label = ""
+
+    @staticmethod
+    def _chunk(chunk: AudioChunk, text: str) -> SpeechChunk:
+        audio = chunk.audio_int16_array
+        if chunk.phoneme_alignments is not None:
+            timed = _centred_on_pads(chunk)
+        else:
+            # Alignment can fail for odd input; spread the audio evenly rather than
+            # dropping the chunk, so the avatar still moves its mouth.
+            share, rest = divmod(len(audio), max(1, len(chunk.phonemes)))
+            timed = [(p, share + (i < rest)) for i, p in enumerate(chunk.phonemes)]
+        return SpeechChunk(
+            audio=audio,
+            sample_rate=chunk.sample_rate,
+            phonemes=_fit(timed, len(audio)),
+            text=text,
+        )
+
+    def phonemize(self, text: str) -> list[list[str]]:
+        """Phonemes per sentence, as espeak-ng hands them to the voice."""
+        return self.voice.phonemize(text)
+
+    def warm_up(self) -> None:
+        """Synthesize a word so onnxruntime and espeak-ng are initialised before showtime."""
+        for _ in self.speak("Hello."):
+            pass

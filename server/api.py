@@ -1,0 +1,165 @@
+"""HTTP API version 1: viewers' offer, hosts' say/interrupt, roles, health and metrics."""
+
+from __future__ import annotations
+
+import hmac
+import json
+from typing import Any
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from .peers import OfferError
+from .utterances import QueueFull
+
+MODES = ("verbatim", "chat")
+MAX_JSON_BYTES = 64 * 1024
+
+
+class ApiError(web.HTTPException):
+    """A refusal with a JSON body {"error": ...}."""
+
+    def __init__(self, status: int, message: str) -> None:
+        self.status_code = status
+        super().__init__(text=json.dumps({"error": message}), content_type="application/json")
+
+
+async def read_json(request: web.Request, limit: int = MAX_JSON_BYTES) -> dict:
+    if request.content_length is not None and request.content_length > limit:
+        raise ApiError(413, f"body larger than {limit} bytes")
+    raw = await request.content.read(limit + 1)
+    if len(raw) > limit:
+        raise ApiError(413, f"body larger than {limit} bytes")
+    try:
+        body = json.loads(raw or b"null")
+    except (ValueError, UnicodeDecodeError):
+        raise ApiError(400, "body is not valid JSON") from None
+    if not isinstance(body, dict):
+        raise ApiError(400, "body must be a JSON object")
+    return body
+
+
+def require_host(request: web.Request) -> None:
+    token: str = request.app["config"].host_token
+    header = request.headers.get("Authorization", "")
+    given = header[7:].strip() if header.startswith("Bearer ") else ""
+    if not given or not hmac.compare_digest(given.encode(), token.encode()):
+        request.app["metrics"].rejected.labels("auth").inc()
+        raise ApiError(401, "missing or wrong host token")
+
+
+def _stage(request: web.Request) -> Any:
+    stage = request.app["live"].get("stage")
+    if stage is None:
+        raise ApiError(503, "models are still loading")
+    return stage
+
+
+async def say(request: web.Request) -> web.Response:
+    require_host(request)
+    cfg = request.app["config"]
+    body = await read_json(request)
+    text = body.get("text")
+    if not isinstance(text, str):
+        raise ApiError(400, '"text" must be a string')
+    text = text.strip()
+    if not text:
+        raise ApiError(400, '"text" is empty')
+    if len(text) > cfg.stage.max_text_chars:
+        raise ApiError(413, f'"text" longer than {cfg.stage.max_text_chars} characters')
+    mode = body.get("mode", "verbatim")
+    if mode not in MODES:
+        raise ApiError(400, '"mode" must be "verbatim" or "chat"')
+    role_name = body.get("role")
+    if role_name is not None and not isinstance(role_name, str):
+        raise ApiError(400, '"role" must be a string')
+    role = cfg.role(role_name)
+    if role is None:
+        raise ApiError(404, f"unknown role {role_name!r}")
+    stage = _stage(request)
+    try:
+        utt = stage.submit(text, role, mode)
+    except QueueFull as exc:
+        request.app["metrics"].rejected.labels("queue_full").inc()
+        raise ApiError(429, str(exc)) from None
+    return web.json_response({"utterance_id": utt.id}, status=202)
+
+
+async def interrupt(request: web.Request) -> web.Response:
+    require_host(request)
+    body = await read_json(request) if request.can_read_body else {}
+    role_name = body.get("role")
+    if role_name is not None:
+        if not isinstance(role_name, str):
+            raise ApiError(400, '"role" must be a string')
+        if request.app["config"].role(role_name) is None:
+            raise ApiError(404, f"unknown role {role_name!r}")
+    at = await _stage(request).interrupt(role_name)
+    return web.json_response({"ok": True, "at_sample": at})
+
+
+async def utterances(request: web.Request) -> web.Response:
+    require_host(request)
+    return web.json_response(_stage(request).snapshot())
+
+
+async def roles(request: web.Request) -> web.Response:
+    return web.json_response(
+        [
+            {"name": r.name, "voice": r.voice, "persona": r.persona, "length_scale": r.length_scale}
+            for r in request.app["config"].roles
+        ]
+    )
+
+
+async def offer(request: web.Request) -> web.Response:
+    peers = request.app["peers"]
+    body = await read_json(request, limit=4 * MAX_JSON_BYTES)
+    try:
+        answer, viewer = await peers.answer(body.get("sdp"), body.get("type"))
+    except OfferError as exc:
+        request.app["metrics"].rejected.labels("offer").inc()
+        raise ApiError(400, str(exc)) from None
+    request.app["metrics"].viewers.set(len(peers))
+    return web.json_response(
+        {
+            "sdp": answer.sdp,
+            "type": answer.type,
+            "session_id": viewer.session_id,
+            "clock": {"sample_rate": 48_000, "rtp_base": viewer.rtp_base},
+        }
+    )
+
+
+async def healthz(request: web.Request) -> web.Response:
+    if request.app["live"].get("stage") is None:
+        return web.json_response({"status": "loading", **request.app["loading"]}, status=503)
+    broadcast = request.app["broadcast"]
+    return web.json_response(
+        {
+            "status": "ok",
+            "viewers": len(request.app["peers"]),
+            "queue": len(request.app["live"]["stage"].queue),
+            "current_sample": broadcast.write_head,
+        }
+    )
+
+
+async def metrics(request: web.Request) -> web.Response:
+    m = request.app["metrics"]
+    m.viewers.set(len(request.app["peers"]))
+    broadcast = request.app["broadcast"]
+    m.frames_sent.set(broadcast.frames_sent)
+    m.frames_late.set(broadcast.frames_late)
+    body = generate_latest(m.registry)
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_post("/api/v1/say", say)
+    app.router.add_post("/api/v1/interrupt", interrupt)
+    app.router.add_get("/api/v1/utterances", utterances)
+    app.router.add_get("/api/v1/roles", roles)
+    app.router.add_post("/api/v1/offer", offer)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/metrics", metrics)

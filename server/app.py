@@ -1,0 +1,171 @@
+"""The aiohttp application: wires the clock, broadcast, stage, transports and API together."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp_jinja2
+import jinja2
+from aiohttp import web
+
+from . import api, rtp
+from .broadcast import Broadcast
+from .config import Config
+from .feedback import SpeechFeedback
+from .mediaclock import MediaClock
+from .metrics import Metrics
+from .peers import ViewerPeers
+from .signals import Signals
+from .stage import Stage
+from .timeline import SpeechTimeline
+
+log = logging.getLogger(__name__)
+WEB_DIR = Path(__file__).resolve().parent.parent / "web"
+
+
+class Models:
+    """The loaded model adapters (LLM, TTS, ASR)."""
+
+    def __init__(self, llm: Any, tts: Any, asr: Any | None) -> None:
+        self.llm, self.tts, self.asr = llm, tts, asr
+
+
+def load_models(cfg: Config, progress: Any = None) -> Models:
+    """Blocking: load (and on first use convert) every model, then warm each up once."""
+    from models.asr import Transcriber
+    from models.llm import ChatLLM
+    from models.tts import PiperSpeaker
+
+    say = progress or (lambda msg: log.info("%s", msg))
+    mc = cfg.models
+    cache = Path(mc.cache_dir) if mc.cache_dir else None
+    t = time.perf_counter()
+    say("loading TTS (Piper)")
+    tts = PiperSpeaker(mc.tts_voice, device=mc.device)
+    tts.warm_up()
+    say(f"TTS ready in {time.perf_counter() - t:.1f} s; loading LLM")
+    t = time.perf_counter()
+    llm = ChatLLM(
+        mc.llm_gguf, cache_dir=cache, device=mc.device, threads=mc.llm_threads, progress=say
+    )
+    llm.warm_up()
+    say(f"LLM ready in {time.perf_counter() - t:.1f} s")
+    asr = None
+    if cfg.load_asr:
+        t = time.perf_counter()
+        say("loading ASR (faster-whisper base)")
+        asr = Transcriber(mc.asr_model, cache_dir=cache, device=mc.device)
+        asr.warm_up()
+        say(f"ASR ready in {time.perf_counter() - t:.1f} s")
+    return Models(llm, tts, asr)
+
+
+def build_app(
+    cfg: Config, models: Models | None = None, web_dir: Path = WEB_DIR
+) -> web.Application:
+    """The whole server. Models load in the background unless given; /healthz says when ready."""
+    app = web.Application(client_max_size=256 * 1024)
+    app["config"] = cfg
+    app["metrics"] = metrics = Metrics()
+    app["loading"] = {"step": "starting"}
+    app["live"] = {}  # filled once models are up: the stage and the ASR feedback
+    rtp.use_ice_addresses(cfg.webrtc.ice_addresses)
+
+    from timesync.oscillator import OscillatorClock
+
+    app["time"] = clock = OscillatorClock()
+    signals = Signals(cfg.chat, metrics, clock)
+    signals.sio.attach(app)
+    app["signals"] = signals
+
+    aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(str(web_dir)), autoescape=True)
+    api.add_routes(app)
+    app.router.add_get("/", _page("index.html"))
+    app.router.add_get("/host", _page("host.html"))
+    static = web_dir / "static"
+    if static.is_dir():
+        app.router.add_static("/static/", static, follow_symlinks=False)
+
+    async def on_startup(app: web.Application) -> None:
+        media = MediaClock()
+        timeline = SpeechTimeline()
+        broadcast = Broadcast(media, timeline)
+        app["media_clock"], app["timeline"], app["broadcast"] = media, timeline, broadcast
+        app["peers"] = ViewerPeers(broadcast, cfg.webrtc.max_viewers, cfg.webrtc.max_sdp_bytes)
+        broadcast.start()
+        app["lag_task"] = asyncio.get_running_loop().create_task(_watch_loop_lag(metrics))
+        app["load_task"] = asyncio.get_running_loop().create_task(_bring_up(app, models))
+
+    async def on_cleanup(app: web.Application) -> None:
+        for name in ("load_task", "lag_task"):
+            app[name].cancel()
+            await asyncio.gather(app[name], return_exceptions=True)
+        if app["live"].get("stage") is not None:
+            await app["live"]["stage"].stop()
+        if app["live"].get("feedback") is not None:
+            await app["live"]["feedback"].stop()
+        await app["peers"].close_all()
+        await app["broadcast"].stop()
+        await app["signals"].sio.shutdown()
+
+    app.on_startup.append(on_startup)
+    app.on_cleanup.append(on_cleanup)
+    return app
+
+
+async def _bring_up(app: web.Application, models: Models | None) -> None:
+    cfg: Config = app["config"]
+    if models is None:
+        loop = asyncio.get_running_loop()
+
+        def progress(msg: str) -> None:
+            log.info("%s", msg)
+            loop.call_soon_threadsafe(app["loading"].__setitem__, "step", msg)
+
+        try:
+            models = await loop.run_in_executor(None, load_models, cfg, progress)
+        except Exception as exc:
+            log.exception("model loading failed")
+            app["loading"]["step"] = f"failed: {exc}"
+            return
+    feedback = None
+    if models.asr is not None and cfg.feedback.enabled:
+        feedback = SpeechFeedback(models.asr, app["metrics"], cfg.feedback.queue_size)
+        feedback.start()
+    app["live"]["feedback"] = feedback
+    stage = Stage(
+        cfg,
+        app["media_clock"],
+        app["timeline"],
+        app["broadcast"],
+        app["metrics"],
+        app["signals"].emit,
+        models.llm,
+        models.tts,
+        feedback,
+    )
+    stage.start()
+    app["signals"].upcoming = stage.upcoming
+    app["live"]["stage"] = stage
+    log.info("the show is live")
+
+
+async def _watch_loop_lag(metrics: Metrics, period: float = 0.1) -> None:
+    """Measure how late the event loop wakes up: the cost of anything that blocks it."""
+    while True:
+        t = time.monotonic()
+        await asyncio.sleep(period)
+        metrics.loop_lag.observe(max(0.0, time.monotonic() - t - period))
+
+
+def _page(template: str) -> Any:
+    async def handler(request: web.Request) -> web.Response:
+        return aiohttp_jinja2.render_template(
+            template, request, {"roles": request.app["config"].roles}
+        )
+
+    return handler

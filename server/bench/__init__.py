@@ -1,0 +1,1 @@
+"""Benchmarks (`allnighter bench ...`) and the Python viewer they and the tests use."""

@@ -1,0 +1,70 @@
+"""The `allnighter` command: `serve` runs the show, `bench` runs the benchmarks."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from aiohttp import web
+
+from .config import load_config
+
+
+def serve(args: argparse.Namespace) -> int:
+    from .app import build_app
+
+    cfg = load_config(args.config)
+    if args.host:
+        cfg.host = args.host
+    if args.port:
+        cfg.port = args.port
+    app = build_app(cfg)
+    url = f"http://{cfg.host}:{cfg.port}"
+    print(f"Allnighter: viewers at {url}/  hosts at {url}/host", flush=True)
+    if cfg.token_generated:
+        print(
+            f"host token (generated; set ALLNIGHTER_HOST_TOKEN to fix it): {cfg.host_token}",
+            flush=True,
+        )
+    web.run_app(app, host=cfg.host, port=cfg.port, print=None)
+    return 0
+
+
+def bench(args: argparse.Namespace) -> int:
+    if args.what == "latency":
+        from .bench.latency import main as run
+    else:
+        from .bench.viewers import main as run
+    return run(args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="allnighter", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("serve", help="run the show")
+    p.add_argument("--host", help="bind address (default 127.0.0.1)")
+    p.add_argument("--port", type=int, help="port (default 8080)")
+    p.add_argument("--config", help="TOML settings file")
+    p.set_defaults(func=serve)
+    b = sub.add_parser("bench", help="run a benchmark and print its table")
+    b.add_argument("what", choices=["latency", "viewers"])
+    b.add_argument("--config", help="TOML settings file")
+    b.add_argument("--lines", type=int, default=20, help="latency: lines and prompts each")
+    b.add_argument("--viewers", default="10,25,50", help="viewers: counts to try")
+    b.add_argument("--seconds", type=float, default=60.0, help="viewers: seconds per count")
+    b.set_defaults(func=bench)
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    for noisy in ("aioice", "aiortc", "engineio", "socketio", "aiohttp.access"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

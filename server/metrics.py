@@ -1,0 +1,91 @@
+"""Prometheus metrics of one server (own registry, so several servers can share a process)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10)
+FINE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.2, 0.5, 1)
+
+
+class Metrics:
+    def __init__(self) -> None:
+        r = self.registry = CollectorRegistry()
+        self.text_to_first_audio = Histogram(
+            "allnighter_text_to_first_audio_seconds",
+            "Accepted utterance to its first non-silent frame leaving for viewers",
+            ["mode"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.llm_ttft = Histogram(
+            "allnighter_llm_time_to_first_token_seconds",
+            "LLM time to first token",
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.tts_ttfa = Histogram(
+            "allnighter_tts_time_to_first_audio_seconds",
+            "Piper call to its first audio chunk",
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.token_interval = Histogram(
+            "allnighter_llm_token_interval_seconds",
+            "Decode time between consecutive tokens",
+            buckets=FINE_BUCKETS,
+            registry=r,
+        )
+        self.token_alignment_violations = Counter(
+            "allnighter_token_alignment_violations",
+            "Tokens whose decode time exceeded N audio frame steps (N=3, 10 ms frames)",
+            registry=r,
+        )
+        self.viewers = Gauge("allnighter_viewers", "Connected WebRTC viewers", registry=r)
+        self.queue_depth = Gauge("allnighter_queue_depth", "Utterances waiting", registry=r)
+        self.unknown_phonemes = Counter(
+            "allnighter_unknown_phonemes",
+            "Phonemes missing from the viseme table",
+            registry=r,
+        )
+        self.utterances = Counter(
+            "allnighter_utterances",
+            "Utterances by outcome",
+            ["outcome"],
+            registry=r,
+        )
+        self.rejected = Counter(
+            "allnighter_rejected_requests",
+            "Refused input by reason",
+            ["reason"],
+            registry=r,
+        )
+        self.frames_sent = Gauge("allnighter_frames_sent", "Broadcast frames sent", registry=r)
+        self.frames_late = Gauge(
+            "allnighter_frames_late",
+            "Broadcast frames sent two or more slots late",
+            registry=r,
+        )
+        self.loop_lag = Histogram(
+            "allnighter_event_loop_lag_seconds",
+            "Event loop scheduling lag",
+            buckets=FINE_BUCKETS,
+            registry=r,
+        )
+        self.asr_wer = Histogram(
+            "allnighter_asr_word_error_rate",
+            "Words heard by ASR vs phrase text",
+            buckets=(0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 2),
+            registry=r,
+        )
+        self.asr_timing = Histogram(
+            "allnighter_asr_timing_offset_seconds",
+            "Heard minus planned word start time (median per phrase)",
+            buckets=(-0.2, -0.1, -0.05, -0.02, -0.01, 0, 0.01, 0.02, 0.05, 0.1, 0.2),
+            registry=r,
+        )
+        self.asr_skipped = Counter(
+            "allnighter_asr_phrases_skipped",
+            "Phrases not checked by ASR (busy)",
+            registry=r,
+        )

@@ -1,0 +1,121 @@
+"""socket.io: phrase, viseme and interrupt events out; chat, timesync and stats in.
+
+Every client event is schema-checked; a wrong shape is answered with an error ack, never an
+exception that could take the server down.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import socketio
+
+from .config import ChatConfig
+from .metrics import Metrics
+
+log = logging.getLogger(__name__)
+
+STAT_FIELDS = {"lipsync_offset_ms", "fps", "dropped_frames", "clock_offset_ms"}
+
+
+def error(message: str) -> dict:
+    return {"ok": False, "error": message}
+
+
+@dataclass
+class RateLimit:
+    """Token bucket per viewer: `burst` messages at once, refilled at `per_minute`."""
+
+    per_minute: float
+    burst: int
+    tokens: float = 0.0
+    stamp: float = field(default_factory=time.monotonic)
+
+    def __post_init__(self) -> None:
+        self.tokens = float(self.burst)
+
+    def allow(self) -> bool:
+        now = time.monotonic()
+        self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.per_minute / 60)
+        self.stamp = now
+        if self.tokens >= 1:
+            self.tokens -= 1
+            return True
+        return False
+
+
+class Signals:
+    """The socket.io side of the server."""
+
+    def __init__(self, chat: ChatConfig, metrics: Metrics, clock: Any) -> None:
+        self.sio = socketio.AsyncServer(async_mode="aiohttp", cors_allowed_origins=[])
+        self.chat_cfg = chat
+        self.metrics = metrics
+        self.clock = clock
+        self.state: dict[str, Any] = {"fallback_level": 0, "night": False}
+        self._limits: dict[str, RateLimit] = {}
+        self.client_stats: dict[str, dict] = {}
+        # set once the stage runs: events of speech still to come, for viewers who join now
+        self.upcoming: Callable[[], list[tuple[str, dict]]] = list
+        self.sio.on("connect", self._connect)
+        self.sio.on("disconnect", self._disconnect)
+        self.sio.on("chat", self._chat)
+        self.sio.on("timesync", self._timesync)
+        self.sio.on("client_stats", self._client_stats)
+
+    async def emit(self, event: str, data: dict) -> None:
+        await self.sio.emit(event, data)
+
+    async def _connect(self, sid: str, environ: dict, auth: Any = None) -> None:
+        self._limits[sid] = RateLimit(self.chat_cfg.per_minute, self.chat_cfg.burst)
+        await self.sio.emit("state", self.state, to=sid)
+        for event, data in self.upcoming():
+            await self.sio.emit(event, data, to=sid)
+
+    async def _disconnect(self, sid: str, *args: Any) -> None:
+        self._limits.pop(sid, None)
+        self.client_stats.pop(sid, None)
+
+    async def _chat(self, sid: str, data: Any = None) -> dict:
+        if not isinstance(data, dict) or not isinstance(data.get("text"), str):
+            self.metrics.rejected.labels("chat_shape").inc()
+            return error('chat needs {"text": string}')
+        text = data["text"].strip()
+        if not text:
+            return error("empty message")
+        if len(text) > self.chat_cfg.max_chars:
+            self.metrics.rejected.labels("chat_too_long").inc()
+            return error(f"message longer than {self.chat_cfg.max_chars} characters")
+        limit = self._limits.setdefault(
+            sid, RateLimit(self.chat_cfg.per_minute, self.chat_cfg.burst)
+        )
+        if not limit.allow():
+            self.metrics.rejected.labels("chat_rate").inc()
+            return error("slow down: too many messages")
+        msg = {"from": f"viewer-{sid[:6]}", "text": text, "id": uuid.uuid4().hex[:12]}
+        await self.sio.emit("chat", msg)
+        return {"ok": True, "id": msg["id"]}
+
+    async def _timesync(self, sid: str, data: Any = None) -> dict:
+        t1 = self.clock.now_ms()
+        t0 = data.get("t0") if isinstance(data, dict) else None
+        if not _finite(t0):
+            return error('timesync needs {"t0": number}')
+        return {"t0": t0, "t1": t1, "t2": self.clock.now_ms()}
+
+    async def _client_stats(self, sid: str, data: Any = None) -> dict:
+        if not isinstance(data, dict) or len(data) > 32:
+            return error("client_stats needs an object")
+        stats = {k: v for k, v in data.items() if k in STAT_FIELDS and _finite(v)}
+        self.client_stats[sid] = stats
+        return {"ok": True}
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)

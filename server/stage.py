@@ -1,0 +1,363 @@
+"""The stage: utterances become phrases, phrases become speech on the broadcast clock.
+
+Flow (one direction): utterance → tokens (LLM or the verbatim words) → PhraseWindow → bounded
+TTS buffer → Piper → resample to 48 kHz → scheduled on the SpeechTimeline at the broadcast's
+write head → visemes and phrase events sent ahead of playout. Interrupts and buffer levels are
+the only signals that flow back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import numpy as np
+
+from . import phrases
+from .broadcast import Broadcast, EmittedFrame
+from .config import Config, RoleConfig
+from .inference import ModelThread, stream_tokens
+from .mediaclock import MediaClock
+from .metrics import Metrics
+from .resample import resample_int16
+from .timeline import Segment, SpeechTimeline
+from .utterances import FINAL_STATES, Utterance, UtteranceQueue, UtteranceState
+from .visemes import visemes_from_alignment
+
+log = logging.getLogger(__name__)
+
+Emit = Callable[[str, dict], Awaitable[None]]
+# Token/audio alignment: a token may take at most N audio frame steps of 10 ms to decode.
+TOKEN_ALIGNMENT_FRAMES = 3
+AUDIO_FRAME_STEP_S = 0.010
+
+
+SILENT_SYMBOLS = {"^", "_", " ", "$"}
+LEAD_IN_PEAK = 100
+
+
+def trim_lead_in(chunk: Any) -> Any:
+    """Drop the near-silent start of a chunk, within its leading silent phonemes.
+
+    Piper opens every chunk with ~35 ms of silence ('^'); on an utterance's first chunk that is
+    pure latency. The cut never reaches into a sounding phoneme, so the alignment stays true.
+    """
+    budget = 0
+    for symbol, samples in chunk.phonemes:
+        if symbol not in SILENT_SYMBOLS:
+            break
+        budget += int(samples)
+    loud = np.flatnonzero(np.abs(chunk.audio[:budget].astype(np.int32)) > LEAD_IN_PEAK)
+    cut = int(loud[0]) if len(loud) else budget
+    # keep a couple of milliseconds so the onset is not clipped
+    cut = max(0, cut - chunk.sample_rate // 500)
+    if cut == 0:
+        return chunk
+    phonemes, left = [], cut
+    for symbol, samples in chunk.phonemes:
+        take = min(left, int(samples))
+        left -= take
+        if int(samples) - take > 0:
+            phonemes.append((symbol, int(samples) - take))
+    return dataclasses.replace(chunk, audio=chunk.audio[cut:], phonemes=tuple(phonemes))
+
+
+class Stage:
+    """Runs utterances one after another onto the broadcast."""
+
+    def __init__(
+        self,
+        cfg: Config,
+        clock: MediaClock,
+        timeline: SpeechTimeline,
+        broadcast: Broadcast,
+        metrics: Metrics,
+        emit: Emit,
+        llm: Any,
+        tts: Any,
+        feedback: Any = None,
+    ) -> None:
+        self.cfg = cfg
+        self.clock = clock
+        self.timeline = timeline
+        self.broadcast = broadcast
+        self.metrics = metrics
+        self.emit = emit
+        self.llm = llm
+        self.tts = tts
+        self.feedback = feedback
+        self.queue = UtteranceQueue(cfg.stage.queue_size)
+        self.history: deque[Utterance] = deque(maxlen=cfg.stage.history)
+        self.current: Utterance | None = None
+        self._current_task: asyncio.Task | None = None
+        self._playing: dict[str, Utterance] = {}  # fully scheduled, still being broadcast
+        # phrase and viseme events of speech not yet played: replayed to viewers who join
+        self._announced: deque[tuple[int, str, dict, dict]] = deque()
+        self._llm_thread = ModelThread("llm")
+        self._tts_thread = ModelThread("tts")
+        self._worker: asyncio.Task | None = None
+        broadcast.observe(self._on_frame)
+
+    # ---- input -------------------------------------------------------------------------
+    def submit(self, text: str, role: RoleConfig, mode: str) -> Utterance:
+        """Accept an utterance or raise QueueFull; accepted ones are never dropped silently."""
+        utt = Utterance(text=text, role=role.name, mode=mode)
+        self.queue.put(utt)
+        self.metrics.queue_depth.set(len(self.queue))
+        self.history.append(utt)
+        return utt
+
+    async def interrupt(self, role: str | None) -> int:
+        """Stop speech of `role` (all when None) at the write head; returns that sample."""
+        at = self.broadcast.write_head
+        self.timeline.cut(at, role)
+        self._forget_after(at, role)
+        for utt in self.queue.remove_role(role):
+            self._finish(utt, UtteranceState.INTERRUPTED)
+        for utt in list(self._playing.values()):
+            if role is None or utt.role == role:
+                self._playing.pop(utt.id, None)
+                self._finish(utt, UtteranceState.INTERRUPTED)
+        cur = self.current
+        if cur is not None and (role is None or cur.role == role) and self._current_task:
+            self._current_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._current_task
+        self.metrics.queue_depth.set(len(self.queue))
+        payload: dict[str, Any] = {"at_sample": at}
+        if role is not None:
+            payload["role"] = role
+        await self.emit("interrupt", payload)
+        return at
+
+    # ---- the worker ----------------------------------------------------------------------
+    def start(self) -> None:
+        self._worker = asyncio.get_running_loop().create_task(self._run(), name="stage")
+
+    async def stop(self) -> None:
+        if self._worker:
+            self._worker.cancel()
+            await asyncio.gather(self._worker, return_exceptions=True)
+        self._llm_thread.shutdown()
+        self._tts_thread.shutdown()
+
+    async def _run(self) -> None:
+        while True:
+            utt = await self.queue.get()
+            self.metrics.queue_depth.set(len(self.queue))
+            self.current = utt
+            utt.state = UtteranceState.SPEAKING
+            self._current_task = asyncio.get_running_loop().create_task(
+                self._perform(utt), name=f"utterance-{utt.id}"
+            )
+            try:
+                await self._current_task
+            except asyncio.CancelledError:
+                if utt.state not in FINAL_STATES:
+                    self._finish(utt, UtteranceState.INTERRUPTED)
+                if self._worker is not None and self._worker.cancelling():
+                    raise
+            except Exception as exc:
+                log.exception("utterance %s failed", utt.id)
+                utt.error = f"{type(exc).__name__}: {exc}"
+                self._finish(utt, UtteranceState.FAILED)
+            finally:
+                self.current = None
+                self._current_task = None
+
+    async def _perform(self, utt: Utterance) -> None:
+        role = self.cfg.role(utt.role) or self.cfg.roles[0]
+        buffer: asyncio.Queue[str | None] = asyncio.Queue(self.cfg.stage.tts_buffer_phrases)
+        writer = asyncio.get_running_loop().create_task(self._write_phrases(utt, buffer))
+        try:
+            await self._speak_phrases(utt, role, buffer)
+            await writer
+        finally:
+            writer.cancel()
+            await asyncio.gather(writer, return_exceptions=True)
+        if utt.end_sample is None:  # nothing was spoken (an empty LLM reply)
+            utt.error = "nothing to speak"
+            self._finish(utt, UtteranceState.FAILED)
+        elif utt.end_sample <= self.broadcast.write_head:
+            self._finish(utt, UtteranceState.DONE)
+        else:
+            self._playing[utt.id] = utt
+
+    async def _write_phrases(self, utt: Utterance, buffer: asyncio.Queue[str | None]) -> None:
+        """Tokens → phrases, cut by the window the TTS buffer level steers."""
+        st = self.cfg.stage
+        window = phrases.PhraseWindow(st.window_tokens, st.window_min, st.window_max)
+        async with contextlib.aclosing(self._tokens(utt)) as tokens:
+            async for text in tokens:
+                phrase = window.push(text)
+                if phrase:
+                    await buffer.put(phrase)
+                    window.resize(buffer.qsize() / buffer.maxsize)
+        rest = window.flush()
+        if rest:
+            await buffer.put(rest)
+        await buffer.put(None)
+
+    async def _tokens(self, utt: Utterance) -> AsyncIterator[str]:
+        if utt.mode == "verbatim":
+            for word in phrases.word_tokens(utt.text):
+                yield word
+            return
+        role = self.cfg.role(utt.role) or self.cfg.roles[0]
+        messages = self.llm.chat_messages(role.persona, utt.text)
+        cancel = threading.Event()
+        started = time.perf_counter()
+        last: float | None = None
+        mc = self.cfg.models
+        stream = stream_tokens(
+            self.llm,
+            messages,
+            cancel,
+            max_new_tokens=mc.max_new_tokens,
+            temperature=mc.temperature,
+        )
+        async with contextlib.aclosing(stream) as pieces:
+            async for piece in pieces:
+                if last is None:
+                    self.metrics.llm_ttft.observe(piece.decoded_at - started)
+                else:
+                    dt = piece.decoded_at - last
+                    self.metrics.token_interval.observe(dt)
+                    if dt > TOKEN_ALIGNMENT_FRAMES * AUDIO_FRAME_STEP_S:
+                        self.metrics.token_alignment_violations.inc()
+                last = piece.decoded_at
+                if piece.text:
+                    yield piece.text
+
+    async def _speak_phrases(
+        self, utt: Utterance, role: RoleConfig, buffer: asyncio.Queue[str | None]
+    ) -> None:
+        from models.tts import VoiceStyle  # the adapter's own type
+
+        style = VoiceStyle(
+            length_scale=role.length_scale,
+            noise_scale=role.noise_scale,
+            noise_w_scale=role.noise_w_scale,
+            volume=role.volume,
+        )
+        while (phrase := await buffer.get()) is not None:
+            started = time.perf_counter()
+            first = True
+            stream = self._tts_thread.iterate(self.tts.speak, phrase, style)
+            async with contextlib.aclosing(stream) as chunks:
+                async for chunk in chunks:
+                    if first:
+                        self.metrics.tts_ttfa.observe(time.perf_counter() - started)
+                        first = False
+                    await self._schedule(utt, role, phrase, chunk)
+            utt.spoken_text = f"{utt.spoken_text} {phrase}".strip()
+
+    async def _schedule(self, utt: Utterance, role: RoleConfig, phrase: str, chunk: Any) -> None:
+        """Place one speech chunk on the broadcast clock and announce it to the viewers."""
+        if utt.end_sample is None:
+            # the utterance's first audio: start at the voice, not at Piper's lead-in silence
+            chunk = trim_lead_in(chunk)
+        pcm = resample_int16(chunk.audio, chunk.sample_rate, self.clock.sample_rate)
+        max_ahead = self.clock.samples(self.cfg.stage.max_ahead_s)
+        # bounded look-ahead: do not run further ahead of the broadcast than max_ahead
+        while self.timeline.end_of(role.name) - self.broadcast.write_head > max_ahead:
+            await asyncio.sleep(0.05)
+        start = max(self.broadcast.write_head, self.timeline.end_of(role.name))
+        track = visemes_from_alignment(
+            chunk.phonemes, start, chunk.sample_rate, self.clock.sample_rate
+        )
+        if track.unknown:
+            self.metrics.unknown_phonemes.inc(sum(track.unknown.values()))
+        self.timeline.schedule(Segment(start, pcm, role.name, utt.id))
+        if start == self.broadcast.write_head:
+            self.broadcast.kick()
+        end = start + len(pcm)
+        utt.end_sample = end
+        phrase_event = {
+            "id": utt.id,
+            "role": role.name,
+            "text": phrase,
+            "start_sample": start,
+            "end_sample": end,
+        }
+        viseme_event = {
+            "utterance_id": utt.id,
+            "role": role.name,
+            "sample_rate": self.clock.sample_rate,
+            "frames": [f.to_json() for f in track.frames],
+        }
+        self._announced.append((end, role.name, phrase_event, viseme_event))
+        await self.emit("utterance", phrase_event)
+        await self.emit("visemes", viseme_event)
+        if self.feedback is not None:
+            self.feedback.check(utt.id, phrase, pcm, start, chunk)
+
+    # ---- observing the broadcast -----------------------------------------------------------
+    def _on_frame(self, frame: EmittedFrame) -> None:
+        if frame.voiced:
+            for utt_id in frame.utterances:
+                utt = self._find(utt_id)
+                if utt is not None and utt.first_audio_at is None:
+                    utt.first_audio_at = frame.left_at
+                    utt.first_audio_sample = frame.start
+                    self.metrics.text_to_first_audio.labels(utt.mode).observe(
+                        frame.left_at - utt.accepted_at
+                    )
+        end = frame.start + frame.samples
+        for utt in list(self._playing.values()):
+            if utt.end_sample is not None and utt.end_sample <= end:
+                self._playing.pop(utt.id, None)
+                self._finish(utt, UtteranceState.DONE)
+
+    def upcoming(self) -> list[tuple[str, dict]]:
+        """Events of speech still to be played, for a viewer who joins now."""
+        head = self.broadcast.write_head
+        while self._announced and self._announced[0][0] <= head:
+            self._announced.popleft()
+        events: list[tuple[str, dict]] = []
+        for _, _, phrase_event, viseme_event in self._announced:
+            events += [("utterance", phrase_event), ("visemes", viseme_event)]
+        return events
+
+    def _forget_after(self, at: int, role: str | None) -> None:
+        """Trim announced events at an interrupt, as the viewers do on `interrupt`."""
+        kept: deque[tuple[int, str, dict, dict]] = deque()
+        for end, who, phrase_event, viseme_event in self._announced:
+            if role is not None and who != role or end <= at:
+                kept.append((end, who, phrase_event, viseme_event))
+            elif phrase_event["start_sample"] < at:
+                frames = [f for f in viseme_event["frames"] if f["sample"] < at]
+                kept.append(
+                    (
+                        at,
+                        who,
+                        {**phrase_event, "end_sample": at},
+                        {**viseme_event, "frames": frames},
+                    )
+                )
+        self._announced = kept
+
+    def _find(self, utt_id: str) -> Utterance | None:
+        if self.current is not None and self.current.id == utt_id:
+            return self.current
+        return self._playing.get(utt_id)
+
+    def _finish(self, utt: Utterance, state: UtteranceState) -> None:
+        if utt.state in FINAL_STATES:
+            return
+        utt.state = state
+        self.metrics.utterances.labels(str(state)).inc()
+
+    def snapshot(self) -> dict:
+        return {
+            "queue": [u.to_json() for u in self.queue.waiting()],
+            "current": self.current.to_json() if self.current else None,
+            "recent": [u.to_json() for u in list(self.history)[-20:]],
+        }

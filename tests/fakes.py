@@ -1,0 +1,62 @@
+"""Test doubles for unit tests of the stage and transport (never used by the real server)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class FakeChunk:
+    audio: np.ndarray
+    sample_rate: int
+    phonemes: tuple[tuple[str, int], ...]
+    text: str
+
+
+class ToneTTS:
+    """Speaks each word as a 200 ms tone with 100 ms of silence around it (22,050 Hz)."""
+
+    sample_rate = 22_050
+
+    def speak(self, text: str, style: object = None) -> Iterator[FakeChunk]:
+        sr = self.sample_rate
+        gap, word = int(0.1 * sr), int(0.2 * sr)
+        parts, phonemes = [np.zeros(gap, np.int16)], [("^", gap)]
+        t = np.arange(word) / sr
+        for _ in text.split():
+            parts.append((np.sin(2 * np.pi * 220 * t) * 8000).astype(np.int16))
+            phonemes.append(("ɑ", word))
+            parts.append(np.zeros(gap, np.int16))
+            phonemes.append((" ", gap))
+        yield FakeChunk(np.concatenate(parts), sr, tuple(phonemes), text)
+
+    def warm_up(self) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class FakePiece:
+    text: str
+    index: int
+    decoded_at: float
+
+
+class WordsLLM:
+    """Streams a fixed reply word by word, 10 ms a token."""
+
+    def __init__(self, reply: str = "Hello night owls, welcome back to the show.") -> None:
+        self.reply = reply
+
+    def chat_messages(self, persona: str, prompt: str) -> list[dict]:
+        return [{"role": "system", "content": persona}, {"role": "user", "content": prompt}]
+
+    def stream(self, messages: list[dict], cancel=None, **kw: object) -> Iterator[FakePiece]:
+        for i, w in enumerate(self.reply.split(" ")):
+            if cancel is not None and cancel.is_set():
+                return
+            time.sleep(0.01)
+            yield FakePiece(w if i == 0 else " " + w, i, time.perf_counter())

@@ -1,0 +1,158 @@
+"""The show with real models: what a viewer hears and sees, and what the host can do."""
+
+from __future__ import annotations
+
+import asyncio
+
+import aiohttp
+import numpy as np
+import pytest
+
+from server.bench.viewer import PythonViewer
+from server.feedback import word_error_rate
+from tests.alignment import measure
+from tests.integration.helpers import say, until_final, wait_for
+
+pytestmark = pytest.mark.models
+LINE = "Good evening, night owls. The moon is up, the coffee is hot, and we are live."
+
+
+async def hear(show, text: str, mode: str = "verbatim"):
+    """Say a line to a fresh viewer; return the viewer, the utterance record and its events."""
+    v = PythonViewer(show.url)
+    await v.connect()
+    await asyncio.sleep(0.3)
+    status, body = await say(show, text, mode=mode)
+    assert status == 202, body
+    u = await until_final(show, body["utterance_id"])
+    assert u["state"] == "done", u
+    await wait_for(lambda: v.frames and v.frames[-1].sample > u["end_sample"] + 9600)
+    mine = [d for d in v.named("visemes") if d["utterance_id"] == u["id"]]
+    frames = [f for d in mine for f in d["frames"]]
+    return v, u, frames
+
+
+def test_verbatim_line_is_heard_with_visemes_on_the_speech(show):
+    async def run():
+        v, u, frames = await hear(show, LINE)
+        origin = u["start_sample"] - 9600
+        heard = v.audio(origin, u["end_sample"] + 9600)
+        phrases = [d["text"] for d in v.named("utterance") if d["id"] == u["id"]]
+        await v.close()
+        return measure(heard, origin, frames), heard, phrases, u
+
+    fig, heard, phrases, u = asyncio.run(run())
+    print(f"\nalignment: {fig}")
+    assert np.sqrt(np.mean(heard.astype(float) ** 2)) > 300, "the viewer heard silence"
+    assert " ".join(phrases) == LINE
+    assert fig.voiced_blocks > 100  # over a second of speech
+    assert fig.voiced_inside >= 0.9, "voiced audio outside the mouth-moving visemes"
+    assert fig.silent_outside >= 0.9, "sound where no viseme was planned"
+    assert abs(fig.lag_ms) <= 30, "visemes are shifted against the audio"
+    assert u["text_to_first_audio_ms"] < 2000
+
+
+def test_chat_prompt_is_answered_and_spoken(show):
+    async def run():
+        v, u, frames = await hear(show, "Say hello to the night owls watching.", mode="chat")
+        heard = v.audio(u["start_sample"], u["end_sample"])
+        await v.close()
+        return u, heard, frames
+
+    u, heard, frames = asyncio.run(run())
+    assert u["spoken_text"].strip(), "the LLM said nothing"
+    assert u["spoken_text"] != "Say hello to the night owls watching."
+    assert any(f["viseme"] != "sil" for f in frames)
+    # what the viewer heard is the LLM's text: transcribe it
+    asr = show.app["live"]["feedback"]._asr
+    words = asr.transcribe(heard, 48_000)
+    wer = word_error_rate(u["spoken_text"], " ".join(w.word for w in words))
+    print(f"\nLLM said: {u['spoken_text']!r}; heard WER {wer:.2f}")
+    assert wer < 0.5
+
+
+def test_viewers_joining_at_different_times_hear_identical_sample_positions(show):
+    async def run():
+        a = PythonViewer(show.url)
+        await a.connect()
+        status, body = await say(show, LINE + " " + LINE)
+        await asyncio.sleep(1.5)  # b joins mid-line
+        b = PythonViewer(show.url)
+        await b.connect()
+        u = await until_final(show, body["utterance_id"])
+        await wait_for(lambda: b.frames and b.frames[-1].sample > u["end_sample"])
+        lo = b.frames[0].sample + 9600
+        by_sample = {f.sample: f.pcm for f in a.frames}
+        pairs = [
+            (by_sample.get(f.sample), f.pcm) for f in b.frames if lo <= f.sample < u["end_sample"]
+        ]
+        b_visemes = [f for d in b.named("visemes") for f in d["frames"]]
+        a_visemes = [f for d in a.named("visemes") for f in d["frames"]]
+        await a.close()
+        await b.close()
+        return pairs, a_visemes, b_visemes
+
+    pairs, a_vis, b_vis = asyncio.run(run())
+    assert max(int(np.abs(pb).max()) for _, pb in pairs) > 3000, "b joined during speech"
+    same = [
+        pa is not None and int(np.abs(pa.astype(int) - pb.astype(int)).max()) < 50
+        for pa, pb in pairs
+    ]
+    assert np.mean(same) > 0.98
+    # the viseme frames b got for later phrases are the same frames a got
+    assert b_vis and all(f in a_vis for f in b_vis)
+
+
+def test_interrupt_stops_the_audio_at_the_interrupt_point(show):
+    async def run():
+        v = PythonViewer(show.url)
+        await v.connect()
+        status, body = await say(show, " ".join([LINE] * 4))
+        await asyncio.sleep(1.5)
+        async with aiohttp.ClientSession() as http:
+            r = await http.post(f"{show.url}/api/v1/interrupt", headers=show.headers)
+            assert r.status == 200
+            at = (await r.json())["at_sample"]
+        u = await until_final(show, body["utterance_id"])
+        status, body2 = await say(show, "Back to you.")
+        u2 = await until_final(show, body2["utterance_id"])
+        await wait_for(lambda: v.frames[-1].sample > u2["end_sample"] + 4800)
+        before = v.audio(at - 24_000, at)
+        gap = v.audio(at + 960, u2["start_sample"])
+        tail = v.audio(u2["end_sample"] + 960, u2["end_sample"] + 4800)
+        second = v.audio(u2["start_sample"], u2["end_sample"])
+        await v.close()
+        return u, before, gap, tail, second
+
+    u, before, gap, tail, second = asyncio.run(run())
+    assert u["state"] == "interrupted"
+    assert np.abs(before.astype(int)).max() > 3000, "was speaking before the interrupt"
+    assert np.abs(gap.astype(int)).max() < 300, "audio after the interrupt point"
+    assert np.abs(tail.astype(int)).max() < 300, "a stale tail after the next line"
+    assert np.sqrt(np.mean(second.astype(float) ** 2)) > 300, "the next line was not heard"
+
+
+def test_metrics_report_latency_viewers_and_asr_feedback(show):
+    async def run():
+        status, body = await say(show, "Checking the meters.")
+        await until_final(show, body["utterance_id"])
+        status, body = await say(show, "Tell me a word.", mode="chat")
+        await until_final(show, body["utterance_id"])
+        await asyncio.sleep(3)  # ASR runs beside the path
+        async with aiohttp.ClientSession() as http:
+            return await (await http.get(f"{show.url}/metrics")).text()
+
+    text = asyncio.run(run())
+
+    def value(name: str) -> float:
+        line = next(ln for ln in text.splitlines() if ln.startswith(name))
+        return float(line.rsplit(" ", 1)[1])
+
+    assert value('allnighter_text_to_first_audio_seconds_count{mode="verbatim"}') >= 1
+    assert value("allnighter_tts_time_to_first_audio_seconds_count") >= 1
+    assert value("allnighter_llm_time_to_first_token_seconds_count") >= 1
+    assert value("allnighter_asr_word_error_rate_count") >= 1
+    assert "allnighter_viewers" in text and "allnighter_queue_depth" in text
+    assert "allnighter_unknown_phonemes_total" in text
+    feedback = show.app["live"]["feedback"]
+    assert feedback.results and min(r.wer for r in feedback.results) <= 0.2

@@ -1,0 +1,148 @@
+"""ChatLLM against the real packaged SmolLM2 (converted once into a temporary cache)."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from models.catalogue import ModelNotFound
+from models.llm import ChatLLM, TokenPiece
+
+PERSONA = "You are Nova, a cheerful late-night streamer. Answer in one or two short sentences."
+LONG_PROMPT = "Tell me a long, detailed story about a cat who runs a night bakery."
+
+
+def generate_threads() -> list[threading.Thread]:
+    """Live generate threads (counted by name: tqdm's monitor thread may come and go)."""
+    return [t for t in threading.enumerate() if t.name == "llm-generate" and t.is_alive()]
+
+
+class Loaded:
+    def __init__(self, llm: ChatLLM, cache: Path, seconds: float, messages: list[str]) -> None:
+        self.llm, self.cache, self.seconds, self.messages = llm, cache, seconds, messages
+
+
+@pytest.fixture(scope="module")
+def loaded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Loaded]:
+    cache = tmp_path_factory.mktemp("llm-cache")
+    messages: list[str] = []
+    started = time.perf_counter()
+    llm = ChatLLM(cache_dir=cache, progress=messages.append, device="cpu")
+    yield Loaded(llm, cache, time.perf_counter() - started, messages)
+    shutil.rmtree(cache, ignore_errors=True)  # 0.5 GB; pytest would keep 3 runs of it
+
+
+@pytest.mark.models
+def test_conversion_writes_a_safetensors_cache(loaded: Loaded) -> None:
+    assert any(m.startswith("converting") for m in loaded.messages)
+    folders = list((loaded.cache / "llm").iterdir())
+    assert len(folders) == 1  # no temporary folder left behind
+    assert folders[0] == loaded.llm.cache_path
+    assert list(folders[0].glob("*.safetensors"))
+    assert (folders[0] / "config.json").is_file()
+    assert (folders[0] / "tokenizer.json").is_file()
+    # keyed by the source file's name and size
+    assert folders[0].name.startswith("SmolLM2-135M-Instruct.Q4_1-")
+
+
+@pytest.mark.models
+def test_second_load_uses_the_cache_and_is_much_faster(loaded: Loaded) -> None:
+    messages: list[str] = []
+    started = time.perf_counter()
+    again = ChatLLM(cache_dir=loaded.cache, progress=messages.append, device="cpu")
+    seconds = time.perf_counter() - started
+    assert not any(m.startswith("converting") for m in messages)
+    assert any(m.startswith("loading") for m in messages)
+    assert again.cache_path == loaded.llm.cache_path
+    assert seconds < loaded.seconds / 3, (seconds, loaded.seconds)
+    del again
+
+
+@pytest.mark.models
+def test_stream_yields_the_reply_token_by_token(loaded: Loaded) -> None:
+    llm = loaded.llm
+    messages = llm.chat_messages(PERSONA, "What is a good snack for a long night?")
+    pieces = list(llm.stream(messages, max_new_tokens=40, temperature=0.0))
+    assert pieces and all(isinstance(p, TokenPiece) for p in pieces)
+    text = "".join(p.text for p in pieces)
+    assert any(c.isalpha() for c in text) and " " in text.strip(), text
+    assert "<|" not in text and "snack for a long night?" not in text  # no specials, no echo
+    assert [p.index for p in pieces] == list(range(len(pieces)))
+    times = [p.decoded_at for p in pieces]
+    assert all(b >= a for a, b in zip(times, times[1:], strict=False))
+    assert times[-1] > times[0]
+    assert len(pieces) <= 40
+
+
+@pytest.mark.models
+def test_sampled_stream_gives_text(loaded: Loaded) -> None:
+    messages = loaded.llm.chat_messages(PERSONA, "Say hello to the chat.")
+    text = "".join(p.text for p in loaded.llm.stream(messages, max_new_tokens=24))
+    assert any(c.isalpha() for c in text), text
+
+
+@pytest.mark.models
+def test_cancel_stops_within_a_few_tokens(loaded: Loaded) -> None:
+    llm = loaded.llm
+    before = threading.active_count()
+    cancelled_at = 0.0
+    cancel = threading.Event()
+    pieces: list[TokenPiece] = []
+    messages = llm.chat_messages(PERSONA, LONG_PROMPT)
+    for piece in llm.stream(messages, max_new_tokens=300, temperature=0.0, cancel=cancel):
+        pieces.append(piece)
+        if len(pieces) == 3:
+            cancel.set()
+            cancelled_at = time.perf_counter()
+    stopped_in = time.perf_counter() - cancelled_at
+    assert 3 <= len(pieces) <= 5
+    assert stopped_in < 2.0  # 300 tokens would take over 10 s on CPU
+    assert llm.last_thread is not None and not llm.last_thread.is_alive()
+    assert generate_threads() == []
+    assert threading.active_count() <= before
+
+
+@pytest.mark.models
+def test_cancel_from_another_thread_while_waiting(loaded: Loaded) -> None:
+    llm = loaded.llm
+    cancel = threading.Event()
+    timer = threading.Timer(0.5, cancel.set)
+    started = time.perf_counter()
+    timer.start()
+    messages = llm.chat_messages(PERSONA, LONG_PROMPT)
+    count = sum(1 for _ in llm.stream(messages, max_new_tokens=300, cancel=cancel))
+    timer.join()
+    assert time.perf_counter() - started < 2.5
+    assert 0 < count < 100
+    assert llm.last_thread is not None and not llm.last_thread.is_alive()
+
+
+@pytest.mark.models
+def test_closing_the_generator_stops_generation(loaded: Loaded) -> None:
+    llm = loaded.llm
+    before = threading.active_count()
+    stream = llm.stream(llm.chat_messages(PERSONA, LONG_PROMPT), max_new_tokens=300)
+    for _ in range(3):
+        next(stream)
+    assert generate_threads() == [llm.last_thread]  # the generate thread is running
+    started = time.perf_counter()
+    stream.close()
+    assert time.perf_counter() - started < 2.0
+    assert llm.last_thread is not None and not llm.last_thread.is_alive()
+    assert generate_threads() == []
+    assert threading.active_count() <= before
+
+
+@pytest.mark.models
+def test_warm_up_runs(loaded: Loaded) -> None:
+    loaded.llm.warm_up()
+
+
+def test_missing_explicit_gguf_names_the_setting(tmp_path: Path) -> None:
+    with pytest.raises(ModelNotFound, match="GGUF"):
+        ChatLLM(gguf_path=tmp_path / "nope.gguf", cache_dir=tmp_path)

@@ -1,0 +1,95 @@
+"""PiperSpeaker against the real packaged Piper voice."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from models.catalogue import ModelNotFound
+from models.tts import PiperSpeaker, SpeechChunk, VoiceStyle, split_sentences
+
+TEXT = "Hello there. How are you tonight?"
+
+
+@pytest.fixture(scope="module")
+def speaker() -> PiperSpeaker:
+    return PiperSpeaker(device="cpu")
+
+
+def rms(audio: np.ndarray) -> float:
+    return float(np.sqrt(np.mean(audio.astype(np.float64) ** 2)))
+
+
+@pytest.mark.models
+def test_one_chunk_per_sentence_with_exact_alignments(speaker: PiperSpeaker) -> None:
+    chunks = list(speaker.speak(TEXT))
+    assert len(chunks) == 2
+    assert [c.text for c in chunks] == ["Hello there.", "How are you tonight?"]
+    assert speaker.sample_rate == 22050
+    for chunk in chunks:
+        assert isinstance(chunk, SpeechChunk)
+        assert chunk.audio.dtype == np.int16 and chunk.audio.ndim == 1
+        assert chunk.sample_rate == 22050
+        assert len(chunk.audio) > 0.5 * 22050
+        assert rms(chunk.audio) > 1000  # Piper peak-normalizes, so speech is loud
+        assert sum(n for _, n in chunk.phonemes) == len(chunk.audio)
+        assert all(n >= 0 for _, n in chunk.phonemes)
+        names = [p for p, _ in chunk.phonemes]
+        assert names[0] == "^" and names[-1] == "$"  # Piper's sentence start/end markers
+
+
+@pytest.mark.models
+def test_slower_style_gives_longer_audio(speaker: PiperSpeaker) -> None:
+    def length(style: VoiceStyle) -> int:
+        return sum(len(c.audio) for c in speaker.speak(TEXT, style))
+
+    # With duration noise off the lengths are deterministic (measured 38144 vs 51200
+    # samples: x1.34, not x1.5, since the chunk's fixed padding does not stretch).
+    assert length(VoiceStyle(length_scale=1.5, noise_w_scale=0.0)) > 1.25 * length(
+        VoiceStyle(length_scale=1.0, noise_w_scale=0.0)
+    )
+    # With the voice's default noise the lengths wobble by a few percent.
+    assert length(VoiceStyle(length_scale=1.5)) > 1.1 * length(VoiceStyle(length_scale=1.0))
+
+
+@pytest.mark.models
+def test_volume_scales_the_audio(speaker: PiperSpeaker) -> None:
+    style = VoiceStyle(noise_scale=0.0, noise_w_scale=0.0)
+    quiet = VoiceStyle(noise_scale=0.0, noise_w_scale=0.0, volume=0.25)
+    loud_rms = rms(next(iter(speaker.speak("Hello.", style))).audio)
+    quiet_rms = rms(next(iter(speaker.speak("Hello.", quiet))).audio)
+    assert quiet_rms == pytest.approx(loud_rms / 4, rel=0.05)
+
+
+@pytest.mark.models
+def test_phonemize_groups_by_sentence(speaker: PiperSpeaker) -> None:
+    sentences = speaker.phonemize(TEXT)
+    assert len(sentences) == 2
+    assert all(isinstance(p, str) for p in sentences[0])
+
+
+@pytest.mark.models
+def test_empty_text_gives_no_chunks(speaker: PiperSpeaker) -> None:
+    assert list(speaker.speak("   ")) == []
+    speaker.warm_up()
+
+
+def test_split_sentences() -> None:
+    assert split_sentences(TEXT) == ["Hello there.", "How are you tonight?"]
+    assert split_sentences("Dr. Smith is in. Wow!! Really?") == [
+        "Dr. Smith is in.",
+        "Wow!!",
+        "Really?",
+    ]
+    assert split_sentences("It's 3 a.m. here. U.S.A. rocks") == [
+        "It's 3 a.m. here.",
+        "U.S.A. rocks",
+    ]
+    assert split_sentences("  ") == []
+
+
+def test_missing_explicit_voice_names_the_setting(tmp_path: Path) -> None:
+    with pytest.raises(ModelNotFound, match="Piper voice"):
+        PiperSpeaker(voice_path=tmp_path / "nope.onnx")

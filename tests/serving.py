@@ -1,0 +1,71 @@
+"""Run a real Allnighter server in a background thread (its own event loop) for tests."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from typing import Any
+
+from aiohttp import web
+
+from server.app import Models, build_app
+from server.config import Config
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LiveServer:
+    """An in-process server on 127.0.0.1 with its own loop thread."""
+
+    def __init__(self, cfg: Config, models: Models | None = None) -> None:
+        self.cfg = cfg
+        self.cfg.port = free_port()
+        self.url = f"http://127.0.0.1:{self.cfg.port}"
+        self.models = models
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.app: web.Application | None = None
+
+    def start(self, ready_timeout: float = 300.0) -> LiveServer:
+        self._thread.start()
+        self.call(self._start())
+        deadline = time.monotonic() + ready_timeout
+        while self.app["live"].get("stage") is None:
+            if "failed" in self.app["loading"].get("step", ""):
+                raise RuntimeError(self.app["loading"]["step"])
+            if time.monotonic() > deadline:
+                raise TimeoutError("server did not become ready")
+            time.sleep(0.1)
+        return self
+
+    async def _start(self) -> None:
+        self.app = build_app(self.cfg, self.models)
+        self.runner = web.AppRunner(self.app)
+        await self.runner.setup()
+        await web.TCPSite(self.runner, "127.0.0.1", self.cfg.port).start()
+
+    async def _cancel_rest(self) -> None:
+        rest = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for t in rest:
+            t.cancel()
+        await asyncio.gather(*rest, return_exceptions=True)
+
+    def call(self, coro: Any, timeout: float = 60.0) -> Any:
+        """Run a coroutine on the server's loop and wait for its result."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def stop(self) -> None:
+        self.call(self.runner.cleanup())
+        self.call(self._cancel_rest())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(10)
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.cfg.host_token}"}

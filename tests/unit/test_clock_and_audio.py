@@ -1,0 +1,69 @@
+"""Media clock arithmetic, RTP unwrapping, resampling, the speech timeline."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from server.mediaclock import MediaClock, unwrap_rtp
+from server.resample import resample_int16, resampled_length
+from server.timeline import Segment, SpeechTimeline
+
+
+def test_media_clock_maps_time_to_samples_and_back():
+    clock = MediaClock(epoch=100.0)
+    assert clock.now_sample(101.0) == 48_000
+    assert clock.time_of(48_000) == pytest.approx(101.0)
+    assert clock.frame_index(959) == 0 and clock.frame_index(960) == 1
+    assert clock.frame_start(3) == 2880
+    assert clock.samples(0.02) == 960 and clock.seconds(960) == pytest.approx(0.02)
+
+
+def test_skewed_clock_runs_fast_by_its_ppm():
+    clock = MediaClock(epoch=0.0, rate_ppm=200)
+    assert clock.now_sample(1000.0) == 48_000_000 + 9_600
+
+
+@pytest.mark.parametrize(
+    "rtp_ts, base, near, expected",
+    [
+        (1000, 1000, 0, 0),
+        (5, 2**32 - 10, 0, 15),  # the RTP timestamp wrapped past 2**32
+        (100, 200, 0, -100),  # just before the base (the codec delay makes the first pts < 0)
+        (100, 200, 2**32, 2**32 - 100),
+        (300, 200, 2**32 + 50, 2**32 + 100),  # a night later: the second lap
+    ],
+)
+def test_rtp_unwrapping_picks_the_lap_nearest_the_last_sample(rtp_ts, base, near, expected):
+    assert unwrap_rtp(rtp_ts, base, near) == expected
+
+
+def test_resampling_keeps_duration_and_pitch():
+    sr_in, n = 22_050, 22_050 * 2 + 7
+    t = np.arange(n) / sr_in
+    tone = (np.sin(2 * np.pi * 440 * t) * 10_000).astype(np.int16)
+    out = resample_int16(tone, sr_in, 48_000)
+    assert len(out) == resampled_length(n, sr_in, 48_000) == round(n * 48_000 / sr_in)
+    spectrum = np.abs(np.fft.rfft(out.astype(float)))
+    peak_hz = np.argmax(spectrum) * 48_000 / len(out)
+    assert abs(peak_hz - 440) < 2
+    # no start-up delay: the onset of a click stays at the same time
+    click = np.zeros(2205, np.int16)
+    click[1000] = 20_000
+    moved = resample_int16(click, sr_in, 48_000)
+    assert abs(int(np.argmax(np.abs(moved))) - round(1000 * 48_000 / sr_in)) <= 1
+
+
+def test_timeline_reads_mixes_and_cuts():
+    tl = SpeechTimeline()
+    tl.schedule(Segment(100, np.full(200, 1000, np.int16), "a", "u1"))
+    tl.schedule(Segment(250, np.full(100, 500, np.int16), "b", "u2"))
+    pcm, heard = tl.read(0, 400)
+    assert pcm[99] == 0 and pcm[100] == 1000 and pcm[260] == 1500 and pcm[320] == 500
+    assert heard == {"u1", "u2"}
+    assert tl.end_of("a") == 300 and tl.end_of() == 350
+    assert tl.cut(200, "a") == 100  # only role a, from sample 200 on
+    pcm, _ = tl.read(0, 400)
+    assert pcm[199] == 1000 and pcm[260] == 500 and pcm[320] == 500
+    tl.cut(0)
+    assert not np.any(tl.read(0, 400)[0])

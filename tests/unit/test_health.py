@@ -1,0 +1,77 @@
+"""/healthz says loading (503) until the models are up, then ok (200); roles are listed."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import aiohttp
+
+import server.app as app_module
+from server.app import Models
+from server.config import load_config
+from tests.fakes import ToneTTS, WordsLLM
+from tests.serving import LiveServer
+
+
+def test_healthz_is_503_while_loading_then_200(monkeypatch):
+    def slow_load(cfg, progress=None):
+        time.sleep(1.0)
+        return Models(WordsLLM(), ToneTTS(), None)
+
+    monkeypatch.setattr(app_module, "load_models", slow_load)
+    srv = LiveServer(load_config(None, env={"ALLNIGHTER_HOST_TOKEN": "t"}))
+    srv._thread.start()
+    srv.call(srv._start())
+
+    async def poll():
+        seen = []
+        async with aiohttp.ClientSession() as http:
+            for _ in range(60):
+                r = await http.get(srv.url + "/healthz")
+                seen.append((r.status, (await r.json())["status"]))
+                if r.status == 200:
+                    break
+                await asyncio.sleep(0.05)
+            r = await http.post(srv.url + "/api/v1/say", json={"text": "hi"}, headers=srv.headers)
+            return seen, r.status
+
+    try:
+        seen, say_status = asyncio.run(poll())
+    finally:
+        srv.stop()
+    assert seen[0] == (503, "loading")
+    assert seen[-1] == (200, "ok")
+    assert say_status == 202
+
+
+def test_roles_lists_the_characters(tone_server):
+    async def get():
+        async with aiohttp.ClientSession() as http:
+            r = await http.get(tone_server.url + "/api/v1/roles")
+            return r.status, await r.json()
+
+    status, roles = asyncio.run(get())
+    assert status == 200
+    assert roles[0]["name"] == "nova" and roles[0]["voice"] == "joe" and roles[0]["persona"]
+
+
+def test_pages_are_served_and_escape_role_names(tmp_path):
+    cfg = load_config(None, env={"ALLNIGHTER_HOST_TOKEN": "t"})
+    cfg.roles[0].name = "<script>x</script>"
+    srv = LiveServer(cfg, Models(WordsLLM(), ToneTTS(), None)).start()
+
+    async def get(path):
+        async with aiohttp.ClientSession() as http:
+            r = await http.get(srv.url + path)
+            return r.status, await r.text()
+
+    try:
+        status, page = asyncio.run(get("/"))
+        host_status, _ = asyncio.run(get("/host"))
+        escape_status, _ = asyncio.run(get("/static/../../pyproject.toml"))
+    finally:
+        srv.stop()
+    assert status == 200 and host_status == 200
+    assert "<script>x" not in page and "&lt;script&gt;" in page
+    assert escape_status in (403, 404)

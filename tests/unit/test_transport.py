@@ -1,0 +1,117 @@
+"""Broadcast, WebRTC and socket.io with test-double models (tones): what a viewer receives."""
+
+from __future__ import annotations
+
+import asyncio
+
+import aiohttp
+import numpy as np
+
+from server.bench.viewer import PythonViewer
+from tests.alignment import measure
+
+
+async def _say(srv, text: str, **extra) -> tuple[int, dict]:
+    async with aiohttp.ClientSession() as http:
+        r = await http.post(
+            f"{srv.url}/api/v1/say", json={"text": text, **extra}, headers=srv.headers
+        )
+        return r.status, await r.json()
+
+
+async def _wait_for(predicate, timeout: float = 10.0) -> None:
+    for _ in range(int(timeout / 0.05)):
+        if predicate():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("condition not met in time")
+
+
+def test_viewer_hears_tones_exactly_where_the_visemes_say(tone_server):
+    async def run():
+        v = PythonViewer(tone_server.url)
+        await v.connect()
+        await asyncio.sleep(0.3)
+        status, _ = await _say(tone_server, "one two three four")
+        assert status == 202
+        await _wait_for(lambda: v.named("visemes"))
+        utt = v.named("utterance")[0]
+        await _wait_for(lambda: v.frames and v.frames[-1].sample > utt["end_sample"] + 9600)
+        frames = v.named("visemes")[0]["frames"]
+        origin = utt["start_sample"] - 9600
+        heard = v.audio(origin, utt["end_sample"] + 9600)
+        await v.close()
+        return measure(heard, origin, frames), frames
+
+    fig, frames = asyncio.run(run())
+    assert [f["viseme"] for f in frames].count("aa") == 4
+    assert fig.voiced_blocks > 60  # 4 × 200 ms of tone heard
+    assert fig.voiced_inside > 0.95
+    assert fig.silent_outside > 0.95
+    assert abs(fig.lag_ms) <= 10
+
+
+def test_two_viewers_joined_at_different_times_hear_the_same_samples(tone_server):
+    async def run():
+        a = PythonViewer(tone_server.url)
+        await a.connect()
+        await _say(tone_server, "alpha beta gamma delta epsilon zeta eta theta")
+        await asyncio.sleep(0.6)  # b joins mid-phrase
+        b = PythonViewer(tone_server.url)
+        await b.connect()
+        await _wait_for(lambda: a.named("utterance"))
+        end = a.named("utterance")[0]["end_sample"]
+        await _wait_for(lambda: b.frames and b.frames[-1].sample > end)
+        # a decoder that joins mid-stream needs some packets to converge: skip b's first 200 ms
+        lo = b.frames[0].sample + 9600
+        by_sample = {f.sample: f.pcm for f in a.frames}
+        pairs = [(by_sample.get(f.sample), f.pcm) for f in b.frames if lo <= f.sample < end]
+        assert a.rtp_base != b.rtp_base  # different RTP origins, same broadcast samples
+        await a.close()
+        await b.close()
+        return pairs
+
+    pairs = asyncio.run(run())
+    assert len(pairs) > 50
+    assert max(int(np.abs(pb).max()) for _, pb in pairs) > 3000, "b joined during speech"
+    # at every broadcast position b heard, a heard the same audio (same packets, same decoder)
+    same = [
+        pa is not None and int(np.abs(pa.astype(int) - pb.astype(int)).max()) < 50
+        for pa, pb in pairs
+    ]
+    assert np.mean(same) > 0.98
+
+
+def test_interrupt_stops_audio_at_its_sample_and_next_line_is_clean(tone_server):
+    async def run():
+        v = PythonViewer(tone_server.url)
+        await v.connect()
+        await _say(tone_server, " ".join(["word"] * 20))  # 6 s of tones
+        await asyncio.sleep(1.0)
+        async with aiohttp.ClientSession() as http:
+            r = await http.post(
+                f"{tone_server.url}/api/v1/interrupt", json={}, headers=tone_server.headers
+            )
+            assert r.status == 200
+            at = (await r.json())["at_sample"]
+        await _wait_for(lambda: v.named("interrupt"))
+        assert v.named("interrupt")[0]["at_sample"] == at
+        await asyncio.sleep(0.5)
+        status, body = await _say(tone_server, "fresh start")
+        new_id = body["utterance_id"]
+        await _wait_for(lambda: any(u["id"] == new_id for u in v.named("utterance")))
+        nxt = next(u for u in v.named("utterance") if u["id"] == new_id)
+        await _wait_for(lambda: v.frames[-1].sample > nxt["end_sample"] + 4800)
+        after = v.audio(at + 960, nxt["start_sample"])  # between interrupt and next line
+        tail = v.audio(nxt["end_sample"] + 960, nxt["end_sample"] + 4800)
+        async with aiohttp.ClientSession() as http:
+            r = await http.get(f"{tone_server.url}/api/v1/utterances", headers=tone_server.headers)
+            states = {u["text"][:5]: u["state"] for u in (await r.json())["recent"]}
+        await v.close()
+        return after, tail, states
+
+    after, tail, states = asyncio.run(run())
+    assert np.abs(after.astype(np.int32)).max() < 300, "audio leaked past the interrupt"
+    assert np.abs(tail.astype(np.int32)).max() < 300, "stale tail after the next line"
+    assert states["word "] == "interrupted"
+    assert states["fresh"] == "done"
