@@ -19,7 +19,8 @@ PIP="$VENV/bin/pip"
 # CUDA build; this pin takes the CPU wheel where one is provided.
 if ! "$VENV/bin/python" -c "import torch" 2>/dev/null; then
   echo "== installing $TORCH_SPEC"
-  "$PIP" install -q "$TORCH_SPEC"
+  # shellcheck disable=SC2086 # the spec may carry pip options (an index URL for CUDA builds)
+  "$PIP" install -q $TORCH_SPEC
 fi
 
 echo "== installing allnighter and its dependencies"
