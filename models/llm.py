@@ -47,6 +47,18 @@ DEFAULT_MAX_NEW_TOKENS = 64  # the show speaks in short replies
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
+def fast_dtype(device: str) -> str:
+    """bfloat16 where the hardware computes it natively (CUDA, or CPUs with AVX512-BF16 or
+    AMX: about twice the tokens per second of float32 here), float32 elsewhere."""
+    if device == "cuda":
+        return "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return "float32"
+    return "bfloat16" if ("avx512_bf16" in flags or "amx_bf16" in flags) else "float32"
+
+
 @dataclass(frozen=True)
 class TokenPiece:
     """One generated token's text.
@@ -148,14 +160,16 @@ class ChatLLM:
         affects every torch user in the process. `dtype` is the compute dtype: float32
         is the safe default; bfloat16 is about 2x faster on CPUs with AVX512-BF16/AMX.
         """
-        if dtype not in _DTYPES:
-            raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, not {dtype!r}")
+        if dtype not in (*_DTYPES, "auto"):
+            raise ValueError(f"dtype must be auto or one of {sorted(_DTYPES)}, not {dtype!r}")
         gguf = (
             packaged_smollm2_gguf()
             if gguf_path is None
             else existing_file(gguf_path, "LLM GGUF file")
         )
         self.device = resolve(device, torch_device)
+        dtype = fast_dtype(self.device) if dtype == "auto" else dtype
+        self.dtype = dtype
         if threads is not None:
             torch.set_num_threads(threads)
         folder = _cache_folder(gguf, cache_dir or default_cache_dir())

@@ -50,7 +50,12 @@ def load_models(cfg: Config, progress: Any = None) -> Models:
     say(f"TTS ready in {time.perf_counter() - t:.1f} s; loading LLM")
     t = time.perf_counter()
     llm = ChatLLM(
-        mc.llm_gguf, cache_dir=cache, device=mc.device, threads=mc.llm_threads, progress=say
+        mc.llm_gguf,
+        cache_dir=cache,
+        device=mc.device,
+        threads=mc.llm_threads,
+        dtype=mc.llm_dtype,
+        progress=say,
     )
     llm.warm_up()
     say(f"LLM ready in {time.perf_counter() - t:.1f} s")

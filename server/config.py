@@ -37,6 +37,7 @@ class ModelConfig:
     cache_dir: str | None = None  # None: $ALLNIGHTER_CACHE or ~/.cache/allnighter
     device: str = "auto"  # auto | cpu | cuda
     llm_threads: int | None = None
+    llm_dtype: str = "auto"  # auto: bfloat16 where the hardware has it, else float32
     max_new_tokens: int = 48
     temperature: float = 0.7
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from server.app import Models
+from server.bench.harness import LiveServer
 from server.config import load_config
 from tests.fakes import ToneTTS, WordsLLM
-from tests.serving import LiveServer
 
 TOKEN = "test-host-token"
 

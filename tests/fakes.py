@@ -31,7 +31,7 @@ class ToneTTS:
             parts.append((np.sin(2 * np.pi * 220 * t) * 8000).astype(np.int16))
             phonemes.append(("ɑ", word))
             parts.append(np.zeros(gap, np.int16))
-            phonemes.append((" ", gap))
+            phonemes.append((",", gap))  # a real pause between the tones
         yield FakeChunk(np.concatenate(parts), sr, tuple(phonemes), text)
 
     def warm_up(self) -> None:

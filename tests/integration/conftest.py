@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from server.bench.harness import LiveServer
 from server.config import load_config
 from tests.conftest import TOKEN
-from tests.serving import LiveServer
 
 
 @pytest.fixture(scope="session")

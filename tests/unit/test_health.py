@@ -9,9 +9,9 @@ import aiohttp
 
 import server.app as app_module
 from server.app import Models
+from server.bench.harness import LiveServer
 from server.config import load_config
 from tests.fakes import ToneTTS, WordsLLM
-from tests.serving import LiveServer
 
 
 def test_healthz_is_503_while_loading_then_200(monkeypatch):

@@ -1,4 +1,4 @@
-"""Run a real Allnighter server in a background thread (its own event loop) for tests."""
+"""Run a real Allnighter server in a background thread (its own event loop): tests, benches."""
 
 from __future__ import annotations
 
