@@ -97,12 +97,21 @@ class _QueueStreamer(BaseStreamer):
 
 
 class _StopOnEvent(StoppingCriteria):
-    """Stops generate() at the next token once any of the events is set."""
+    """Stops generate() at the next token once any of the events is set.
 
-    def __init__(self, *events: threading.Event) -> None:
+    `between_tokens`, when given, runs after every token and may block: the caller uses it
+    to let more urgent work (speech synthesis) have the CPU before the next token.
+    """
+
+    def __init__(
+        self, *events: threading.Event, between_tokens: Callable[[], None] | None = None
+    ) -> None:
         self._events = events
+        self._between = between_tokens
 
     def __call__(self, input_ids: torch.LongTensor, scores: Any, **kwargs: Any) -> torch.BoolTensor:
+        if self._between is not None and not any(e.is_set() for e in self._events):
+            self._between()
         stop = any(e.is_set() for e in self._events)
         return torch.full((input_ids.shape[0],), stop, dtype=torch.bool, device=input_ids.device)
 
@@ -215,6 +224,7 @@ class ChatLLM:
         max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
         temperature: float = 0.7,
         cancel: threading.Event | None = None,
+        between_tokens: Callable[[], None] | None = None,
     ) -> Iterator[TokenPiece]:
         """Yield the reply one token at a time (blocking generator).
 
@@ -242,7 +252,7 @@ class ChatLLM:
             pad_token_id=self._pad_id,
             eos_token_id=self._eos_ids,
             streamer=_QueueStreamer(tokens),
-            stopping_criteria=[_StopOnEvent(cancel, closed)],
+            stopping_criteria=[_StopOnEvent(cancel, closed, between_tokens=between_tokens)],
         )
 
         def run() -> None:

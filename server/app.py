@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from . import api, rtp
 from .broadcast import Broadcast
 from .config import Config
 from .feedback import SpeechFeedback
+from .inference import ModelThread
 from .mediaclock import MediaClock
 from .metrics import Metrics
 from .peers import ViewerPeers
@@ -30,8 +32,9 @@ WEB_DIR = Path(__file__).resolve().parent.parent / "web"
 class Models:
     """The loaded model adapters (LLM, TTS, ASR)."""
 
-    def __init__(self, llm: Any, tts: Any, asr: Any | None) -> None:
+    def __init__(self, llm: Any, tts: Any, asr: Any | None, asr_thread: Any = None) -> None:
         self.llm, self.tts, self.asr = llm, tts, asr
+        self.asr_thread = asr_thread  # the low-priority thread the ASR was built on
 
 
 def load_models(cfg: Config, progress: Any = None) -> Models:
@@ -59,20 +62,25 @@ def load_models(cfg: Config, progress: Any = None) -> Models:
     )
     llm.warm_up()
     say(f"LLM ready in {time.perf_counter() - t:.1f} s")
-    asr = None
+    asr, asr_thread = None, None
     if cfg.load_asr:
         t = time.perf_counter()
         say("loading ASR (faster-whisper base)")
-        asr = Transcriber(mc.asr_model, cache_dir=cache, device=mc.device)
-        asr.warm_up()
+        # built on its own low-priority thread, so CTranslate2's workers are low-priority too
+        asr_thread = ModelThread("asr", nice=19)
+        asr = asr_thread.run_sync(Transcriber, mc.asr_model, cache, mc.device)
+        asr_thread.run_sync(asr.warm_up)
         say(f"ASR ready in {time.perf_counter() - t:.1f} s")
-    return Models(llm, tts, asr)
+    return Models(llm, tts, asr, asr_thread)
 
 
 def build_app(
     cfg: Config, models: Models | None = None, web_dir: Path = WEB_DIR
 ) -> web.Application:
     """The whole server. Models load in the background unless given; /healthz says when ready."""
+    # Tokens, phrases and frames hop between the model threads and the event loop; with the
+    # default 5 ms GIL switch interval each hop can wait that long behind a busy thread.
+    sys.setswitchinterval(0.001)
     app = web.Application(client_max_size=256 * 1024)
     app["config"] = cfg
     app["metrics"] = metrics = Metrics()
@@ -139,7 +147,9 @@ async def _bring_up(app: web.Application, models: Models | None) -> None:
             return
     feedback = None
     if models.asr is not None and cfg.feedback.enabled:
-        feedback = SpeechFeedback(models.asr, app["metrics"], cfg.feedback.queue_size)
+        feedback = SpeechFeedback(
+            models.asr, app["metrics"], cfg.feedback.queue_size, models.asr_thread
+        )
         feedback.start()
     app["live"]["feedback"] = feedback
     stage = Stage(

@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    for noisy in ("aioice", "aiortc", "engineio", "socketio", "aiohttp.access"):
+    for noisy in ("aioice", "aiortc", "engineio", "socketio", "aiohttp.access", "faster_whisper"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     return args.func(args)
 

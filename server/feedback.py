@@ -70,11 +70,18 @@ def planned_word_starts(phonemes: Any, sample_rate: int) -> list[float]:
 class SpeechFeedback:
     """Checks spoken phrases with ASR off the critical path and exports the results."""
 
-    def __init__(self, transcriber: Any, metrics: Metrics, queue_size: int = 4) -> None:
+    def __init__(
+        self,
+        transcriber: Any,
+        metrics: Metrics,
+        queue_size: int = 4,
+        thread: ModelThread | None = None,
+    ) -> None:
         self._asr = transcriber
         self._metrics = metrics
         self._queue: asyncio.Queue[tuple] = asyncio.Queue(queue_size)
-        self._thread = ModelThread("asr", nice=19)
+        self._thread = thread or ModelThread("asr", nice=19)
+        self._busy = False
         self._task: asyncio.Task | None = None
         self.results: list[PhraseCheck] = []
 
@@ -87,6 +94,11 @@ class SpeechFeedback:
             await asyncio.gather(self._task, return_exceptions=True)
         self._thread.shutdown()
 
+    @property
+    def idle(self) -> bool:
+        """Nothing waiting and nothing being transcribed."""
+        return self._queue.empty() and not self._busy
+
     def check(self, utterance_id: str, text: str, pcm: np.ndarray, start: int, chunk: Any) -> None:
         """Offer a phrase for checking; never waits."""
         try:
@@ -97,11 +109,14 @@ class SpeechFeedback:
     async def _run(self) -> None:
         while True:
             utterance_id, text, pcm, chunk = await self._queue.get()
+            self._busy = True
             try:
                 words = await self._thread.call(self._asr.transcribe, pcm, 48_000)
             except Exception:
                 log.exception("ASR feedback failed for %s", utterance_id)
                 continue
+            finally:
+                self._busy = False
             result = self._compare(utterance_id, text, words, chunk)
             self.results.append(result)
             del self.results[:-100]

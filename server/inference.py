@@ -32,6 +32,13 @@ class ModelThread:
             with contextlib.suppress(OSError, AttributeError):
                 os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self._nice)
 
+    def run_sync(self, fn: Any, *args: Any) -> Any:
+        """Run on this thread and wait (from another thread, e.g. while loading models).
+
+        A model built here starts its worker threads here, and they inherit the nice value.
+        """
+        return self._pool.submit(fn, *args).result()
+
     async def call(self, fn: Any, *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-SENTENCE_END = re.compile(r"[.!?…]+[\"')\]]*\s")
+# A sentence end followed by a space, or ending the text so far after a letter: a streamed
+# "night." is cut at once instead of one token later; "3." waits (it may become "3.5").
+SENTENCE_END = re.compile(r"[.!?…]+[\"')\]]*\s|(?<=[^\W\d_])[!?…]+$|(?<=[^\W\d_])\.$")
 CLAUSE_END = re.compile(r"[,;:—–]\s|\s-\s")
 FULL_THRESHOLD = 0.7
 
@@ -36,9 +38,9 @@ class PhraseWindow:
         """Add one token's text; returns a phrase when one is ready."""
         self._pieces.append(text)
         buffered = "".join(self._pieces)
-        # a sentence end is always a good place to cut, once a trailing space confirms it
+        # a sentence end is always a good place to cut
         m = _last(SENTENCE_END, buffered)
-        if m is not None and buffered[: m.end()].strip():
+        if m is not None and _speakable(buffered[: m.end()]) and not _abbreviation(buffered, m):
             return self._cut(m.end())
         if len(self._pieces) >= self.size:
             m = _last(CLAUSE_END, buffered)
@@ -55,7 +57,7 @@ class PhraseWindow:
 
     def flush(self) -> str | None:
         """The rest, at the end of the stream."""
-        text = "".join(self._pieces).strip()
+        text = " ".join("".join(self._pieces).split())
         self._pieces.clear()
         return text or None
 
@@ -64,9 +66,24 @@ class PhraseWindow:
 
     def _cut(self, at: int) -> str | None:
         buffered = "".join(self._pieces)
-        phrase, rest = buffered[:at].strip(), buffered[at:]
+        phrase, rest = " ".join(buffered[:at].split()), buffered[at:]
         self._pieces = [rest] if rest else []
         return phrase or None
+
+
+ABBREVIATIONS = {"mr", "mrs", "ms", "dr", "st", "vs", "etc", "jr", "sr", "prof", "no", "e.g", "i.e"}
+
+
+def _abbreviation(text: str, m: re.Match[str]) -> bool:
+    """Is the '.' at this sentence end part of "Mr." or "U.S." rather than a full stop?"""
+    if not text[m.start() :].startswith("."):
+        return False
+    word = text[: m.start()].rsplit(None, 1)[-1] if text[: m.start()].strip() else ""
+    return word.lower() in ABBREVIATIONS or (len(word.rstrip(".")) == 1 and word[-1:].isupper())
+
+
+def _speakable(text: str) -> bool:
+    return any(ch.isalnum() for ch in text)
 
 
 def _last(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
@@ -79,3 +96,28 @@ def _last(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
 def word_tokens(text: str) -> list[str]:
     """Split a verbatim line into word tokens (each with its trailing space) for the window."""
     return re.findall(r"\S+\s*", text.strip() + " ")
+
+
+class StageDirections:
+    """Drops stage directions — "(laughs)", "*smiles*", "[pause]" — from a streamed reply.
+
+    Small chat models write them; a voice must not read them out. Works token by token, so
+    a direction split over several tokens is still removed.
+    """
+
+    PAIRS = {"(": ")", "[": "]", "*": "*"}
+
+    def __init__(self) -> None:
+        self._closing: str | None = None
+
+    def feed(self, text: str) -> str:
+        out = []
+        for ch in text:
+            if self._closing is not None:
+                if ch == self._closing:
+                    self._closing = None
+            elif ch in self.PAIRS:
+                self._closing = self.PAIRS[ch]
+            else:
+                out.append(ch)
+        return "".join(out)

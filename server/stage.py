@@ -100,6 +100,13 @@ class Stage:
         self._playing: dict[str, Utterance] = {}  # fully scheduled, still being broadcast
         # phrase and viseme events of speech not yet played: replayed to viewers who join
         self._announced: deque[tuple[int, str, dict, dict]] = deque()
+        # Speech first: set while no phrase waits for or is in synthesis. The LLM waits for it
+        # before each next token, so Piper has both cores for the phrase a viewer will hear
+        # next; the LLM runs far ahead of playback, so pausing it costs the show nothing.
+        self._speech_idle = threading.Event()
+        self._speech_idle.set()
+        self._llm_waiting = threading.Event()  # the LLM sits between tokens, yielding
+        self._llm_running = False
         self._llm_thread = ModelThread("llm")
         self._tts_thread = ModelThread("tts")
         self._worker: asyncio.Task | None = None
@@ -182,6 +189,7 @@ class Stage:
         finally:
             writer.cancel()
             await asyncio.gather(writer, return_exceptions=True)
+            self._speech_idle.set()
         if utt.end_sample is None:  # nothing was spoken (an empty LLM reply)
             utt.error = "nothing to speak"
             self._finish(utt, UtteranceState.FAILED)
@@ -198,6 +206,9 @@ class Stage:
             async for text in tokens:
                 phrase = window.push(text)
                 if phrase:
+                    if utt.first_phrase_tokens is None:
+                        utt.first_phrase_tokens = utt.tokens
+                    self._speech_idle.clear()
                     await buffer.put(phrase)
                     window.resize(buffer.qsize() / buffer.maxsize)
         rest = window.flush()
@@ -220,21 +231,29 @@ class Stage:
             self.llm,
             messages,
             cancel,
+            between_tokens=self._wait_for_speech,
             max_new_tokens=mc.max_new_tokens,
             temperature=mc.temperature,
         )
-        async with contextlib.aclosing(stream) as pieces:
-            async for piece in pieces:
-                if last is None:
-                    self.metrics.llm_ttft.observe(piece.decoded_at - started)
-                else:
-                    dt = piece.decoded_at - last
-                    self.metrics.token_interval.observe(dt)
-                    if dt > TOKEN_ALIGNMENT_FRAMES * AUDIO_FRAME_STEP_S:
-                        self.metrics.token_alignment_violations.inc()
-                last = piece.decoded_at
-                if piece.text:
-                    yield piece.text
+        directions = phrases.StageDirections()
+        self._llm_running = True
+        try:
+            async with contextlib.aclosing(stream) as pieces:
+                async for piece in pieces:
+                    if last is None:
+                        self.metrics.llm_ttft.observe(piece.decoded_at - started)
+                    else:
+                        dt = piece.decoded_at - last
+                        self.metrics.token_interval.observe(dt)
+                        if dt > TOKEN_ALIGNMENT_FRAMES * AUDIO_FRAME_STEP_S:
+                            self.metrics.token_alignment_violations.inc()
+                    last = piece.decoded_at
+                    utt.tokens += 1
+                    text = directions.feed(piece.text)
+                    if text:
+                        yield text
+        finally:
+            self._llm_running = False
 
     async def _speak_phrases(
         self, utt: Utterance, role: RoleConfig, buffer: asyncio.Queue[str | None]
@@ -250,14 +269,16 @@ class Stage:
         while (phrase := await buffer.get()) is not None:
             started = time.perf_counter()
             first = True
-            stream = self._tts_thread.iterate(self.tts.speak, phrase, style)
+            stream = self._tts_thread.iterate(self._speak_alone, phrase, style)
             async with contextlib.aclosing(stream) as chunks:
                 async for chunk in chunks:
                     if first:
                         self.metrics.tts_ttfa.observe(time.perf_counter() - started)
                         first = False
                     await self._schedule(utt, role, phrase, chunk)
-            utt.spoken_text = f"{utt.spoken_text} {phrase}".strip()
+            utt.phrases.append(phrase)
+            if buffer.empty():
+                self._speech_idle.set()
 
     async def _schedule(self, utt: Utterance, role: RoleConfig, phrase: str, chunk: Any) -> None:
         """Place one speech chunk on the broadcast clock and announce it to the viewers."""
@@ -298,6 +319,24 @@ class Stage:
         await self.emit("visemes", viseme_event)
         if self.feedback is not None:
             self.feedback.check(utt.id, phrase, pcm, start, chunk)
+
+    def _wait_for_speech(self) -> None:
+        """Called on the LLM's thread between tokens (bounded, so it can never stall)."""
+        if not self._speech_idle.is_set():
+            self._llm_waiting.set()
+            self._speech_idle.wait(1.0)
+            self._llm_waiting.clear()
+
+    def _speak_alone(self, text: str, style: Any) -> Any:
+        """On the TTS thread: let the LLM finish the token it is computing, then synthesize.
+
+        Two models sharing two cores each run at half speed; the token in flight when a phrase
+        is cut would slow its synthesis by as long as the token takes, so wait for it instead
+        (bounded by one token's time).
+        """
+        if self._llm_running:
+            self._llm_waiting.wait(0.05)
+        return self.tts.speak(text, style)
 
     # ---- observing the broadcast -----------------------------------------------------------
     def _on_frame(self, frame: EmittedFrame) -> None:

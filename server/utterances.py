@@ -31,11 +31,17 @@ class Utterance:
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
     accepted_at: float = field(default_factory=time.monotonic)
     state: UtteranceState = UtteranceState.QUEUED
-    spoken_text: str = ""
+    phrases: list[str] = field(default_factory=list)
+    tokens: int = 0  # LLM tokens decoded so far (chat mode)
+    first_phrase_tokens: int | None = None  # tokens it took to cut the first phrase
     first_audio_at: float | None = None
     first_audio_sample: int | None = None
     end_sample: int | None = None
     error: str | None = None
+
+    @property
+    def spoken_text(self) -> str:
+        return " ".join(self.phrases)
 
     @property
     def text_to_first_audio(self) -> float | None:
@@ -51,6 +57,9 @@ class Utterance:
             "mode": self.mode,
             "text": self.text,
             "spoken_text": self.spoken_text,
+            "phrases": list(self.phrases),
+            "tokens": self.tokens,
+            "first_phrase_tokens": self.first_phrase_tokens,
             "state": str(self.state),
             "text_to_first_audio_ms": None if ttfa is None else round(ttfa * 1000, 1),
             "start_sample": self.first_audio_sample,

@@ -17,7 +17,6 @@ from typing import Any
 import aiohttp
 
 from server.config import load_config
-from server.phrases import PhraseWindow
 
 from .harness import LiveServer
 from .table import median, pct, render
@@ -102,7 +101,7 @@ def _settle(srv: LiveServer) -> None:
     """Wait until the server is idle: no speech playing, the ASR checker done."""
     feedback = srv.app["live"].get("feedback")
     for _ in range(400):
-        busy = feedback is not None and not feedback._queue.empty()
+        busy = feedback is not None and not feedback.idle
         if not busy:
             break
         time.sleep(0.05)
@@ -115,18 +114,18 @@ def _floor_verbatim(tts: Any, text: str) -> float:
     return time.perf_counter() - t
 
 
-def _floor_chat(llm: Any, tts: Any, persona: str, prompt: str, max_new: int) -> float:
-    """LLM until its first phrase (the same window as the stage) + Piper's first chunk of it."""
+def _floor_chat(llm: Any, tts: Any, persona: str, prompt: str, utt: dict) -> float:
+    """The LLM decoding as many tokens as the pipeline's first phrase took, then Piper's first
+    chunk of that same phrase: the same work as the pipeline's, with nothing around it.
+
+    Sampling makes every reply different; matching the work keeps the comparison fair.
+    """
+    first_phrase, tokens = utt["phrases"][0], utt["first_phrase_tokens"] or 1
     t = time.perf_counter()
-    window, phrase = PhraseWindow(), None
-    stream = llm.stream(llm.chat_messages(persona, prompt), max_new_tokens=max_new)
-    for piece in stream:
-        phrase = window.push(piece.text)
-        if phrase:
-            break
-    stream.close()
-    phrase = phrase or window.flush() or "Hello."
-    next(iter(tts.speak(phrase)))
+    stream = llm.stream(llm.chat_messages(persona, prompt), max_new_tokens=tokens)
+    for _ in stream:
+        pass
+    next(iter(tts.speak(first_phrase)))
     return time.perf_counter() - t
 
 
@@ -152,21 +151,24 @@ def run(n: int, config: str | None) -> str:
                     raise RuntimeError(f"no audio for {text!r}: {u}")
                 pipe.append(u["text_to_first_audio_ms"])
                 _settle(srv)
-                base.append(floor(text) * 1000)
+                base.append(floor(text, u) * 1000)
             rows[kind] = {"pipeline": pipe, "floor": base}
             print(f"{kind}: done ({len(items)})", flush=True)
 
         verbatim = (VERBATIM * ((n + len(VERBATIM) - 1) // len(VERBATIM)))[:n]
         prompts = (PROMPTS * ((n + len(PROMPTS) - 1) // len(PROMPTS)))[:n]
-        measure("verbatim", verbatim, "verbatim", lambda t: _floor_verbatim(tts, t))
+        measure("verbatim", verbatim, "verbatim", lambda t, _: _floor_verbatim(tts, t))
         measure(
             "chat",
             prompts,
             "chat",
-            lambda t: _floor_chat(llm, tts, role.persona, t, cfg.models.max_new_tokens),
+            lambda t, first: _floor_chat(llm, tts, role.persona, t, first),
         )
         measure(
-            "long first sentence", LONG_FIRST, "verbatim", lambda t: _first_sentence_floor(tts, t)
+            "long first sentence",
+            LONG_FIRST[: max(1, min(n, len(LONG_FIRST)))],
+            "verbatim",
+            lambda t, _: _first_sentence_floor(tts, t),
         )
     finally:
         srv.stop()
@@ -179,6 +181,10 @@ def run(n: int, config: str | None) -> str:
             "chat": "LLM first phrase + Piper",
             "long first sentence": "whole-sentence Piper",
         }[kind]
+        # paired: each line's pipeline against its own floor, measured right after it
+        # (Piper's durations are random, so unpaired medians wander by several ms)
+        diffs = [a - b for a, b in zip(p, f, strict=True)]
+        ratios = [a / b for a, b in zip(p, f, strict=True)]
         table.append(
             [
                 kind,
@@ -188,8 +194,8 @@ def run(n: int, config: str | None) -> str:
                 floor_name,
                 median(f),
                 pct(f, 95),
-                median(p) - median(f),
-                median(p) / median(f),
+                median(diffs),
+                median(ratios),
             ]
         )
     return render(
@@ -202,8 +208,8 @@ def run(n: int, config: str | None) -> str:
             "floor",
             "floor p50",
             "floor p95",
-            "overhead p50",
-            "ratio p50",
+            "overhead p50 (paired)",
+            "ratio p50 (paired)",
         ],
         table,
     )

@@ -58,3 +58,19 @@ def test_decimal_points_are_not_sentence_ends():
 def test_nothing_is_lost_or_invented():
     text = "A; b: c, d. E! f? g h i j k l m n o p q r s t u v w x y z."
     assert " ".join(run(word_tokens(text))).split() == text.split()
+
+
+def test_stage_directions_are_not_spoken_even_split_over_tokens():
+    from server.phrases import StageDirections
+
+    f = StageDirections()
+    tokens = ["(", "laugh", "s)", " Ah", ", welcome", "! *", "smiles*", " Good [pause] night."]
+    assert "".join(f.feed(t) for t in tokens) == " Ah, welcome!  Good  night."
+
+
+def test_a_streamed_full_stop_cuts_at_once_but_not_after_a_title_or_digit():
+    w = PhraseWindow()
+    assert w.push("Hello") is None and w.push(" there") is None
+    assert w.push(".") == "Hello there."  # no need to wait for the next token
+    assert run(["Ask", " Dr", ".", " Who", " now", "."]) == ["Ask Dr. Who now."]
+    assert run(["Pi", " is", " 3", ".", "14", "."]) == ["Pi is 3.14."]
