@@ -93,7 +93,8 @@ async def _say_and_wait(srv: LiveServer, text: str, mode: str) -> dict:
             u = next((u for u in snap["recent"] if u["id"] == utt_id), None)
             if u and u["state"] in ("done", "interrupted", "failed"):
                 return u
-            await asyncio.sleep(0.05)
+            # poll gently: the server shares this process, and its loop and GIL with the client
+            await asyncio.sleep(0.25)
     raise TimeoutError(text)
 
 
