@@ -80,8 +80,11 @@ def _stderr(message: str) -> None:
 class _QueueStreamer(BaseStreamer):
     """Hands generated token ids from the generate thread to the consumer, time-stamped."""
 
-    def __init__(self, out: queue.Queue[Any]) -> None:
+    def __init__(
+        self, out: queue.Queue[Any], between_tokens: Callable[[], None] | None = None
+    ) -> None:
         self._out = out
+        self._between = between_tokens
         self._prompt_seen = False
 
     def put(self, value: torch.Tensor) -> None:
@@ -91,27 +94,22 @@ class _QueueStreamer(BaseStreamer):
             return
         for token_id in value.reshape(-1).tolist():
             self._out.put((int(token_id), now))
+        # generate() hands a token to the streamer just before it computes the next one:
+        # the caller may hold it here (see `between_tokens` in ChatLLM.stream)
+        if self._between is not None:
+            self._between()
 
     def end(self) -> None:
         pass  # the thread wrapper posts the end marker, also when generate() raises
 
 
 class _StopOnEvent(StoppingCriteria):
-    """Stops generate() at the next token once any of the events is set.
+    """Stops generate() at the next token once any of the events is set."""
 
-    `between_tokens`, when given, runs after every token and may block: the caller uses it
-    to let more urgent work (speech synthesis) have the CPU before the next token.
-    """
-
-    def __init__(
-        self, *events: threading.Event, between_tokens: Callable[[], None] | None = None
-    ) -> None:
+    def __init__(self, *events: threading.Event) -> None:
         self._events = events
-        self._between = between_tokens
 
     def __call__(self, input_ids: torch.LongTensor, scores: Any, **kwargs: Any) -> torch.BoolTensor:
-        if self._between is not None and not any(e.is_set() for e in self._events):
-            self._between()
         stop = any(e.is_set() for e in self._events)
         return torch.full((input_ids.shape[0],), stop, dtype=torch.bool, device=input_ids.device)
 
@@ -231,7 +229,9 @@ class ChatLLM:
         generate() runs in its own thread. It stops at the next token when `cancel` is
         set or when the consumer closes this generator (or drops it); either way the
         thread has ended when the generator finishes. Only the reply is yielded: no
-        prompt echo, no special tokens.
+        prompt echo, no special tokens. `between_tokens` runs on the generate thread after
+        each token is handed out and before the next is computed; it may block briefly to
+        give the CPU to more urgent work.
         """
         inputs = self.tokenizer.apply_chat_template(
             messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
@@ -251,8 +251,8 @@ class ChatLLM:
             repetition_penalty=1.1,
             pad_token_id=self._pad_id,
             eos_token_id=self._eos_ids,
-            streamer=_QueueStreamer(tokens),
-            stopping_criteria=[_StopOnEvent(cancel, closed, between_tokens=between_tokens)],
+            streamer=_QueueStreamer(tokens, between_tokens),
+            stopping_criteria=[_StopOnEvent(cancel, closed)],
         )
 
         def run() -> None:

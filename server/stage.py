@@ -10,15 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import threading
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
-
-import numpy as np
 
 from . import phrases
 from .broadcast import Broadcast, EmittedFrame
@@ -27,6 +24,7 @@ from .inference import ModelThread, stream_tokens
 from .mediaclock import MediaClock
 from .metrics import Metrics
 from .resample import resample_int16
+from .speech import SpeechFirst, trim_lead_in
 from .timeline import Segment, SpeechTimeline
 from .utterances import FINAL_STATES, Utterance, UtteranceQueue, UtteranceState
 from .visemes import visemes_from_alignment
@@ -37,36 +35,6 @@ Emit = Callable[[str, dict], Awaitable[None]]
 # Token/audio alignment: a token may take at most N audio frame steps of 10 ms to decode.
 TOKEN_ALIGNMENT_FRAMES = 3
 AUDIO_FRAME_STEP_S = 0.010
-
-
-SILENT_SYMBOLS = {"^", "_", " ", "$"}
-LEAD_IN_PEAK = 100
-
-
-def trim_lead_in(chunk: Any) -> Any:
-    """Drop the near-silent start of a chunk, within its leading silent phonemes.
-
-    Piper opens every chunk with ~35 ms of silence ('^'); on an utterance's first chunk that is
-    pure latency. The cut never reaches into a sounding phoneme, so the alignment stays true.
-    """
-    budget = 0
-    for symbol, samples in chunk.phonemes:
-        if symbol not in SILENT_SYMBOLS:
-            break
-        budget += int(samples)
-    loud = np.flatnonzero(np.abs(chunk.audio[:budget].astype(np.int32)) > LEAD_IN_PEAK)
-    cut = int(loud[0]) if len(loud) else budget
-    # keep a couple of milliseconds so the onset is not clipped
-    cut = max(0, cut - chunk.sample_rate // 500)
-    if cut == 0:
-        return chunk
-    phonemes, left = [], cut
-    for symbol, samples in chunk.phonemes:
-        take = min(left, int(samples))
-        left -= take
-        if int(samples) - take > 0:
-            phonemes.append((symbol, int(samples) - take))
-    return dataclasses.replace(chunk, audio=chunk.audio[cut:], phonemes=tuple(phonemes))
 
 
 class Stage:
@@ -100,13 +68,7 @@ class Stage:
         self._playing: dict[str, Utterance] = {}  # fully scheduled, still being broadcast
         # phrase and viseme events of speech not yet played: replayed to viewers who join
         self._announced: deque[tuple[int, str, dict, dict]] = deque()
-        # Speech first: set while no phrase waits for or is in synthesis. The LLM waits for it
-        # before each next token, so Piper has both cores for the phrase a viewer will hear
-        # next; the LLM runs far ahead of playback, so pausing it costs the show nothing.
-        self._speech_idle = threading.Event()
-        self._speech_idle.set()
-        self._llm_waiting = threading.Event()  # the LLM sits between tokens, yielding
-        self._llm_running = False
+        self._speech_first = SpeechFirst()
         self._llm_thread = ModelThread("llm")
         self._tts_thread = ModelThread("tts")
         self._worker: asyncio.Task | None = None
@@ -189,7 +151,7 @@ class Stage:
         finally:
             writer.cancel()
             await asyncio.gather(writer, return_exceptions=True)
-            self._speech_idle.set()
+            self._speech_first.speech_idle()
         if utt.end_sample is None:  # nothing was spoken (an empty LLM reply)
             utt.error = "nothing to speak"
             self._finish(utt, UtteranceState.FAILED)
@@ -204,11 +166,13 @@ class Stage:
         window = phrases.PhraseWindow(st.window_tokens, st.window_min, st.window_max)
         async with contextlib.aclosing(self._tokens(utt)) as tokens:
             async for text in tokens:
-                phrase = window.push(text)
+                phrase = window.push(text) if text else None
                 if phrase:
                     if utt.first_phrase_tokens is None:
                         utt.first_phrase_tokens = utt.tokens
-                    self._speech_idle.clear()
+                    self._speech_first.phrase_pending()
+                self._speech_first.token_seen()
+                if phrase:
                     await buffer.put(phrase)
                     window.resize(buffer.qsize() / buffer.maxsize)
         rest = window.flush()
@@ -217,6 +181,7 @@ class Stage:
         await buffer.put(None)
 
     async def _tokens(self, utt: Utterance) -> AsyncIterator[str]:
+        """The utterance's text as tokens: verbatim words, or the LLM's reply as it comes."""
         if utt.mode == "verbatim":
             for word in phrases.word_tokens(utt.text):
                 yield word
@@ -231,12 +196,13 @@ class Stage:
             self.llm,
             messages,
             cancel,
-            between_tokens=self._wait_for_speech,
+            between_tokens=self._speech_first.between_tokens,
             max_new_tokens=mc.max_new_tokens,
             temperature=mc.temperature,
         )
         directions = phrases.StageDirections()
-        self._llm_running = True
+        self._speech_first.start_generation()
+        self._speech_first.llm_running = True
         try:
             async with contextlib.aclosing(stream) as pieces:
                 async for piece in pieces:
@@ -249,11 +215,9 @@ class Stage:
                             self.metrics.token_alignment_violations.inc()
                     last = piece.decoded_at
                     utt.tokens += 1
-                    text = directions.feed(piece.text)
-                    if text:
-                        yield text
+                    yield directions.feed(piece.text)  # "" too: the gate counts every token
         finally:
-            self._llm_running = False
+            self._speech_first.llm_running = False
 
     async def _speak_phrases(
         self, utt: Utterance, role: RoleConfig, buffer: asyncio.Queue[str | None]
@@ -278,7 +242,7 @@ class Stage:
                     await self._schedule(utt, role, phrase, chunk)
             utt.phrases.append(phrase)
             if buffer.empty():
-                self._speech_idle.set()
+                self._speech_first.speech_idle()
 
     async def _schedule(self, utt: Utterance, role: RoleConfig, phrase: str, chunk: Any) -> None:
         """Place one speech chunk on the broadcast clock and announce it to the viewers."""
@@ -320,22 +284,9 @@ class Stage:
         if self.feedback is not None:
             self.feedback.check(utt.id, phrase, pcm, start, chunk)
 
-    def _wait_for_speech(self) -> None:
-        """Called on the LLM's thread between tokens (bounded, so it can never stall)."""
-        if not self._speech_idle.is_set():
-            self._llm_waiting.set()
-            self._speech_idle.wait(1.0)
-            self._llm_waiting.clear()
-
     def _speak_alone(self, text: str, style: Any) -> Any:
-        """On the TTS thread: let the LLM finish the token it is computing, then synthesize.
-
-        Two models sharing two cores each run at half speed; the token in flight when a phrase
-        is cut would slow its synthesis by as long as the token takes, so wait for it instead
-        (bounded by one token's time).
-        """
-        if self._llm_running:
-            self._llm_waiting.wait(0.05)
+        """On the TTS thread: start Piper once the LLM has stepped aside."""
+        self._speech_first.before_synthesis()
         return self.tts.speak(text, style)
 
     # ---- observing the broadcast -----------------------------------------------------------
