@@ -23,6 +23,7 @@ from .metrics import Metrics
 from .peers import ViewerPeers
 from .signals import Signals
 from .stage import Stage
+from .tasks import cancel_and_wait
 from .timeline import SpeechTimeline
 
 log = logging.getLogger(__name__)
@@ -114,9 +115,7 @@ def build_app(
         app["load_task"] = asyncio.get_running_loop().create_task(_bring_up(app, models))
 
     async def on_cleanup(app: web.Application) -> None:
-        for name in ("load_task", "lag_task"):
-            app[name].cancel()
-            await asyncio.gather(app[name], return_exceptions=True)
+        await cancel_and_wait(app["load_task"], app["lag_task"])
         if app["live"].get("stage") is not None:
             await app["live"]["stage"].stop()
         if app["live"].get("feedback") is not None:

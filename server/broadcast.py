@@ -19,6 +19,7 @@ import av
 import numpy as np
 
 from .mediaclock import MediaClock
+from .tasks import cancel_and_wait
 from .timeline import SpeechTimeline
 
 log = logging.getLogger(__name__)
@@ -133,9 +134,7 @@ class Broadcast:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="broadcast")
 
     async def stop(self) -> None:
-        if self._task:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+        await cancel_and_wait(self._task)
 
     async def _run(self) -> None:
         frame_s = self.clock.frame_samples / self.clock.sample_rate

@@ -19,6 +19,7 @@ import numpy as np
 
 from .inference import ModelThread
 from .metrics import Metrics
+from .tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -89,9 +90,7 @@ class SpeechFeedback:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="asr-feedback")
 
     async def stop(self) -> None:
-        if self._task:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+        await cancel_and_wait(self._task)
         self._thread.shutdown()
 
     @property

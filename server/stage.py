@@ -25,6 +25,7 @@ from .mediaclock import MediaClock
 from .metrics import Metrics
 from .resample import resample_int16
 from .speech import SpeechFirst, trim_lead_in
+from .tasks import cancel_and_wait
 from .timeline import Segment, SpeechTimeline
 from .utterances import FINAL_STATES, Utterance, UtteranceQueue, UtteranceState
 from .visemes import visemes_from_alignment
@@ -111,9 +112,7 @@ class Stage:
         self._worker = asyncio.get_running_loop().create_task(self._run(), name="stage")
 
     async def stop(self) -> None:
-        if self._worker:
-            self._worker.cancel()
-            await asyncio.gather(self._worker, return_exceptions=True)
+        await cancel_and_wait(self._worker)
         self._llm_thread.shutdown()
         self._tts_thread.shutdown()
 
