@@ -131,6 +131,12 @@ async def offer(request: web.Request) -> web.Response:
     )
 
 
+async def fused_time(request: web.Request) -> web.Response:
+    """The clock every timestamp that leaves the server is on: sources, offsets, error bound."""
+    clock = request.app["time"]
+    return web.json_response({"now_ms": clock.now_ms(), **clock.status()})
+
+
 async def healthz(request: web.Request) -> web.Response:
     if request.app["live"].get("stage") is None:
         return web.json_response({"status": "loading", **request.app["loading"]}, status=503)
@@ -161,5 +167,6 @@ def add_routes(app: web.Application) -> None:
     app.router.add_get("/api/v1/utterances", utterances)
     app.router.add_get("/api/v1/roles", roles)
     app.router.add_post("/api/v1/offer", offer)
+    app.router.add_get("/api/v1/time", fused_time)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/metrics", metrics)

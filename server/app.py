@@ -89,9 +89,9 @@ def build_app(
     app["live"] = {}  # filled once models are up: the stage and the ASR feedback
     rtp.use_ice_addresses(cfg.webrtc.ice_addresses)
 
-    from timesync.oscillator import OscillatorClock
+    from timesync.fused import FusedClock
 
-    app["time"] = clock = OscillatorClock()
+    app["time"] = clock = FusedClock()
     signals = Signals(cfg.chat, metrics, clock)
     signals.sio.attach(app)
     app["signals"] = signals

@@ -75,3 +75,17 @@ def test_pages_are_served_and_escape_role_names(tmp_path):
     assert status == 200 and host_status == 200
     assert "<script>x" not in page and "&lt;script&gt;" in page
     assert escape_status in (403, 404)
+
+
+def test_time_endpoint_says_the_show_runs_on_the_local_oscillator_by_default(tone_server):
+    async def get():
+        async with aiohttp.ClientSession() as http:
+            r = await http.get(tone_server.url + "/api/v1/time")
+            return r.status, await r.json()
+
+    before = time.time() * 1000
+    status, body = asyncio.run(get())
+    assert status == 200
+    assert body["running_on"] == "local oscillator" and body["synced"] is False
+    assert body["sources"] == [] and body["error_bound_s"] is None
+    assert abs(body["now_ms"] - before) < 5_000

@@ -1,0 +1,102 @@
+"""FusedClock on a simulated timeline: converges, slews within its limit, never goes back."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.timesync.ntp_responder import NTPResponder
+from timesync.fused import FusedClock
+from timesync.ntp import Measurement, NTPSource
+
+
+class SimTime:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def run(clock: FusedClock, sim: SimTime, seconds: int, reading, every: float = 1.0):
+    """Advance simulated time in 10 ms ticks; feed a reading every `every` s (None: none)."""
+    out, next_at = [], sim.t
+    for _ in range(int(seconds * 100)):
+        sim.t += 0.01
+        if reading is not None and sim.t >= next_at:
+            m = reading(sim.t)
+            if m is not None:
+                clock.ingest(m)
+            next_at += every
+        # fused − oscillator (the simulated clocks start at 0: float64 keeps sub-ns there)
+        out.append((sim.t, clock.now() - clock.oscillator()))
+    return out
+
+
+def assert_monotonic_and_slewed(samples, clock: FusedClock):
+    monos = np.array([m for m, _ in samples])
+    offsets = np.array([o for _, o in samples])
+    assert (np.diff(monos) + np.diff(offsets) > 0).all(), "the fused time went backwards"
+    slew = np.abs(np.diff(offsets)) / np.diff(monos)
+    assert slew.max() <= clock.max_slew_ppm * 1e-6 * (1 + 1e-6)
+
+
+def test_converges_on_ntp_truth_with_jitter_and_holds_over():
+    sim, rng = SimTime(), np.random.default_rng(3)
+    truth = lambda t: 0.040 + 20e-6 * (t - 1000)  # noqa: E731 - 40 ms off, 20 ppm drift
+    clock = FusedClock(monotonic=sim, wall_at_start=0.0)
+
+    def ntp(t):
+        return Measurement("ntp", truth(t) + rng.normal(0, 1e-3), 0.01, 1e-3, t)
+
+    clock.ingest(ntp(sim.t))  # before any time is handed out: a logged start-up step
+    samples = run(clock, sim, 300, ntp)
+    assert_monotonic_and_slewed(samples, clock)
+    err = clock.now() - (clock.oscillator() + truth(sim.t))
+    assert abs(err) < 1e-3
+    bound_synced = clock.error_bound()
+    samples = run(clock, sim, 60, None)  # both sources lost: holdover on the learned drift
+    assert_monotonic_and_slewed(samples, clock)
+    err = clock.now() - (clock.oscillator() + truth(sim.t))
+    assert abs(err) < 2e-3
+    assert clock.error_bound() > bound_synced  # the bound grows honestly in holdover
+
+
+def test_an_ntp_step_at_2am_is_rejected_and_the_clock_never_jumps():
+    sim = SimTime()
+    clock = FusedClock(monotonic=sim, wall_at_start=0.0)
+    step_at = sim.t + 120
+
+    def ntp(t):
+        return Measurement("ntp", 0.010 + (1.0 if t > step_at else 0.0), 0.01, 5e-4, t)
+
+    clock.ingest(ntp(sim.t))
+    samples = run(clock, sim, 240, ntp)
+    assert_monotonic_and_slewed(samples, clock)
+    assert clock.sources["ntp"].rejected > 50
+    assert abs(clock.status()["offset_s"] - 0.010) < 1e-3
+
+
+def test_a_late_offset_is_slewed_not_stepped():
+    sim = SimTime()
+    clock = FusedClock(monotonic=sim, wall_at_start=0.0)
+    clock.now()  # time was handed out: no step allowed any more
+    clock.ingest(Measurement("ntp", 0.050, 0.01, 1e-4, sim.t))
+    samples = run(clock, sim, 10, None)
+    assert_monotonic_and_slewed(samples, clock)
+    # 500 ppm for 10 s slews at most 5 ms of the 50 ms
+    assert clock.status()["offset_s"] == pytest.approx(0.005, abs=2e-4)
+
+
+def test_real_readings_from_a_loopback_ntp_server_steer_the_clock():
+    clock = FusedClock()
+    with NTPResponder(offset=0.300) as server:
+        source = NTPSource("127.0.0.1", port=server.port)
+        for _ in range(3):
+            import time
+
+            m = source.measure()
+            assert clock.ingest(m, time.time() - clock.oscillator())
+    assert clock.now() - clock.oscillator() == pytest.approx(0.300, abs=0.01)
+    status = clock.status()
+    assert status["synced"] and status["sources"][0]["accepted"] == 3
