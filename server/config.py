@@ -76,6 +76,16 @@ class WebRTCConfig:
 
 
 @dataclass
+class TimeConfig:
+    # NTP servers as "host" or "host:port"; none by default (a machine without a network
+    # reaches none): the show then runs on the local oscillator and says so at /api/v1/time
+    ntp_servers: list[str] = field(default_factory=list)
+    max_slew_ppm: float = 500.0
+    min_poll_s: float = 2.0
+    max_poll_s: float = 64.0
+
+
+@dataclass
 class Config:
     host: str = "127.0.0.1"
     port: int = 8080
@@ -86,6 +96,7 @@ class Config:
     chat: ChatConfig = field(default_factory=ChatConfig)
     feedback: FeedbackConfig = field(default_factory=FeedbackConfig)
     webrtc: WebRTCConfig = field(default_factory=WebRTCConfig)
+    time: TimeConfig = field(default_factory=TimeConfig)
     load_asr: bool = True
     token_generated: bool = False
 
@@ -123,6 +134,8 @@ def load_config(path: str | Path | None = None, env: dict[str, str] | None = Non
     if not cfg.roles:
         raise ValueError("at least one role is needed")
     cfg.host_token = env.get("ALLNIGHTER_HOST_TOKEN", "") or cfg.host_token
+    if env.get("ALLNIGHTER_NTP_SERVERS"):
+        cfg.time.ntp_servers = [s.strip() for s in env["ALLNIGHTER_NTP_SERVERS"].split(",") if s]
     if not cfg.host_token:
         cfg.host_token = secrets.token_urlsafe(24)
         cfg.token_generated = True

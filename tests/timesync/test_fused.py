@@ -100,3 +100,44 @@ def test_real_readings_from_a_loopback_ntp_server_steer_the_clock():
     assert clock.now() - clock.oscillator() == pytest.approx(0.300, abs=0.01)
     status = clock.status()
     assert status["synced"] and status["sources"][0]["accepted"] == 3
+
+
+def test_the_server_follows_a_configured_ntp_server_and_warns_about_a_dead_one():
+    import asyncio as aio
+
+    import aiohttp
+
+    from server.app import Models
+    from server.bench.harness import LiveServer, free_port
+    from server.config import load_config
+    from tests.fakes import ToneTTS, WordsLLM
+
+    with NTPResponder(offset=0.200) as ntp:
+        dead = free_port()  # nothing answers there
+        cfg = load_config(
+            None,
+            env={
+                "ALLNIGHTER_HOST_TOKEN": "t",
+                "ALLNIGHTER_NTP_SERVERS": f"127.0.0.1:{ntp.port},127.0.0.1:{dead}",
+            },
+        )
+        cfg.time.min_poll_s = 0.2
+        srv = LiveServer(cfg, Models(WordsLLM(), ToneTTS(), None)).start()
+
+        async def status():
+            async with aiohttp.ClientSession() as http:
+                for _ in range(50):
+                    body = await (await http.get(srv.url + "/api/v1/time")).json()
+                    if body["synced"]:
+                        return body
+                    await aio.sleep(0.1)
+                return body
+
+        try:
+            body = aio.run(status())
+        finally:
+            srv.stop()
+    assert body["running_on"] == "fused sources"
+    by_name = {s["name"]: s for s in body["sources"]}
+    assert by_name[f"ntp:127.0.0.1:{ntp.port}"]["last_offset"] == pytest.approx(0.2, abs=0.02)
+    assert by_name[f"ntp:127.0.0.1:{dead}"]["failed"] >= 1
