@@ -10,6 +10,7 @@ serve: setup
 	$(VENV)/bin/allnighter serve
 
 test: setup
+	bash scripts/test-packages.sh
 	$(VENV)/bin/ruff check server models timesync tests
 	$(VENV)/bin/pytest -v -rs --durations=15
 
