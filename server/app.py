@@ -92,12 +92,14 @@ def build_app(
     from timesync.fused import FusedClock
     from timesync.ntp import NTPSource
     from timesync.poller import SourcePoller
+    from timesync.ptp import PTPSource
 
     app["time"] = clock = FusedClock(max_slew_ppm=cfg.time.max_slew_ppm)
     sources = []
     for server in cfg.time.ntp_servers:
         host, _, port = server.rpartition(":") if ":" in server else (server, "", "123")
         sources.append(NTPSource(host, int(port)))
+    sources += [PTPSource(socket) for socket in cfg.time.ptp_sockets]
     app["time_poller"] = SourcePoller(clock, sources, cfg.time.min_poll_s, cfg.time.max_poll_s)
     signals = Signals(cfg.chat, metrics, clock)
     signals.sio.attach(app)

@@ -80,6 +80,7 @@ class TimeConfig:
     # NTP servers as "host" or "host:port"; none by default (a machine without a network
     # reaches none): the show then runs on the local oscillator and says so at /api/v1/time
     ntp_servers: list[str] = field(default_factory=list)
+    ptp_sockets: list[str] = field(default_factory=list)  # ptp4l management sockets (pmc -s)
     max_slew_ppm: float = 500.0
     min_poll_s: float = 2.0
     max_poll_s: float = 64.0
@@ -136,6 +137,8 @@ def load_config(path: str | Path | None = None, env: dict[str, str] | None = Non
     cfg.host_token = env.get("ALLNIGHTER_HOST_TOKEN", "") or cfg.host_token
     if env.get("ALLNIGHTER_NTP_SERVERS"):
         cfg.time.ntp_servers = [s.strip() for s in env["ALLNIGHTER_NTP_SERVERS"].split(",") if s]
+    if env.get("ALLNIGHTER_PTP_SOCKETS"):
+        cfg.time.ptp_sockets = [s.strip() for s in env["ALLNIGHTER_PTP_SOCKETS"].split(",") if s]
     if not cfg.host_token:
         cfg.host_token = secrets.token_urlsafe(24)
         cfg.token_generated = True
