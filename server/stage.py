@@ -70,7 +70,6 @@ class Stage:
         # phrase and viseme events of speech not yet played: replayed to viewers who join
         self._announced: deque[tuple[int, str, dict, dict]] = deque()
         self._speech_first = SpeechFirst()
-        self._llm_thread = ModelThread("llm")
         self._tts_thread = ModelThread("tts")
         self._worker: asyncio.Task | None = None
         broadcast.observe(self._on_frame)
@@ -113,7 +112,6 @@ class Stage:
 
     async def stop(self) -> None:
         await cancel_and_wait(self._worker)
-        self._llm_thread.shutdown()
         self._tts_thread.shutdown()
 
     async def _run(self) -> None:

@@ -52,7 +52,6 @@ class FusedClock:
         self._handed_out = False
         self._synced = False
         self.sources: dict[str, SourceState] = {}
-        self.largest_step = 0.0
 
     # ---- reading the time -----------------------------------------------------------------
     def oscillator(self, mono: float | None = None) -> float:
@@ -132,7 +131,6 @@ class FusedClock:
         target = self._estimate(mono) if self._synced else self._applied
         limit = self.max_slew_ppm * 1e-6 * dt
         change = max(-limit, min(limit, target - self._applied))
-        self.largest_step = max(self.largest_step, abs(change) / dt if dt else 0.0)
         self._applied += change
         self._applied_at = mono
 
