@@ -90,17 +90,12 @@ def build_app(
     rtp.use_ice_addresses(cfg.webrtc.ice_addresses)
 
     from timesync.fused import FusedClock
-    from timesync.ntp import NTPSource
-    from timesync.poller import SourcePoller
-    from timesync.ptp import PTPSource
+    from timesync.poller import SourcePoller, sources_from
 
-    app["time"] = clock = FusedClock(max_slew_ppm=cfg.time.max_slew_ppm)
-    sources = []
-    for server in cfg.time.ntp_servers:
-        host, _, port = server.rpartition(":") if ":" in server else (server, "", "123")
-        sources.append(NTPSource(host, int(port)))
-    sources += [PTPSource(socket) for socket in cfg.time.ptp_sockets]
-    app["time_poller"] = SourcePoller(clock, sources, cfg.time.min_poll_s, cfg.time.max_poll_s)
+    tc = cfg.time
+    app["time"] = clock = FusedClock(max_slew_ppm=tc.max_slew_ppm)
+    sources = sources_from(tc.ntp_servers, tc.ptp_sockets)
+    poller = SourcePoller(clock, sources, tc.min_poll_s, tc.max_poll_s)
     signals = Signals(cfg.chat, metrics, clock)
     signals.sio.attach(app)
     app["signals"] = signals
@@ -120,13 +115,13 @@ def build_app(
         app["media_clock"], app["timeline"], app["broadcast"] = media, timeline, broadcast
         app["peers"] = ViewerPeers(broadcast, cfg.webrtc.max_viewers, cfg.webrtc.max_sdp_bytes)
         broadcast.start()
-        app["time_poller"].start()
-        app["lag_task"] = asyncio.get_running_loop().create_task(_watch_loop_lag(metrics))
-        app["load_task"] = asyncio.get_running_loop().create_task(_bring_up(app, models))
+        loop = asyncio.get_running_loop()
+        app["time_task"] = loop.create_task(poller.run(), name="timesync")
+        app["lag_task"] = loop.create_task(_watch_loop_lag(metrics))
+        app["load_task"] = loop.create_task(_bring_up(app, models))
 
     async def on_cleanup(app: web.Application) -> None:
-        await cancel_and_wait(app["load_task"], app["lag_task"])
-        await app["time_poller"].stop()
+        await cancel_and_wait(app["load_task"], app["lag_task"], app["time_task"])
         if app["live"].get("stage") is not None:
             await app["live"]["stage"].stop()
         if app["live"].get("feedback") is not None:

@@ -124,6 +124,11 @@ def _build(cls: type, data: dict[str, Any]) -> Any:
     return cls(**kwargs)
 
 
+def _env_list(env: dict[str, str], name: str) -> list[str]:
+    """A comma-separated list from the environment (empty when unset)."""
+    return [item.strip() for item in env.get(name, "").split(",") if item.strip()]
+
+
 def load_config(path: str | Path | None = None, env: dict[str, str] | None = None) -> Config:
     """Defaults, then the TOML file, then the environment (ALLNIGHTER_HOST_TOKEN)."""
     env = os.environ if env is None else env
@@ -135,10 +140,8 @@ def load_config(path: str | Path | None = None, env: dict[str, str] | None = Non
     if not cfg.roles:
         raise ValueError("at least one role is needed")
     cfg.host_token = env.get("ALLNIGHTER_HOST_TOKEN", "") or cfg.host_token
-    if env.get("ALLNIGHTER_NTP_SERVERS"):
-        cfg.time.ntp_servers = [s.strip() for s in env["ALLNIGHTER_NTP_SERVERS"].split(",") if s]
-    if env.get("ALLNIGHTER_PTP_SOCKETS"):
-        cfg.time.ptp_sockets = [s.strip() for s in env["ALLNIGHTER_PTP_SOCKETS"].split(",") if s]
+    cfg.time.ntp_servers = _env_list(env, "ALLNIGHTER_NTP_SERVERS") or cfg.time.ntp_servers
+    cfg.time.ptp_sockets = _env_list(env, "ALLNIGHTER_PTP_SOCKETS") or cfg.time.ptp_sockets
     if not cfg.host_token:
         cfg.host_token = secrets.token_urlsafe(24)
         cfg.token_generated = True

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .kalman import OffsetDriftFilter
-from .ntp import Measurement
+from .measurement import Measurement
 
 log = logging.getLogger(__name__)
 

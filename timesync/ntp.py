@@ -4,22 +4,10 @@ from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import dataclass
 
 import ntplib
 
-
-@dataclass(frozen=True)
-class Measurement:
-    """One reading of a source: the reference's offset from the local clock, and its quality."""
-
-    source: str
-    offset: float  # s, reference − local
-    delay: float  # s, round trip
-    error: float  # s, a bound on this reading's error (half the delay plus dispersion)
-    at: float  # time.monotonic() of the reading
-    ok: bool = True
-    reason: str = ""
+from .measurement import Measurement
 
 
 class NTPSource:

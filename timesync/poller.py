@@ -15,6 +15,8 @@ import time
 from typing import Any
 
 from .fused import FusedClock
+from .ntp import NTPSource
+from .ptp import PTPSource
 
 log = logging.getLogger(__name__)
 
@@ -32,16 +34,6 @@ class SourcePoller:
         self.min_interval, self.max_interval = min_interval, max_interval
         self.interval = min_interval
         self._warned: set[str] = set()
-        self._task: asyncio.Task | None = None
-
-    def start(self) -> None:
-        if self.sources:
-            self._task = asyncio.get_running_loop().create_task(self._run(), name="timesync")
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
 
     async def poll_once(self) -> int:
         """Read every source once (in threads: NTP requests block); returns how many agreed."""
@@ -63,11 +55,21 @@ class SourcePoller:
             accepted += self.clock.ingest(m, time.time() - self.clock.oscillator())
         return accepted
 
-    async def _run(self) -> None:
-        while True:
+    async def run(self) -> None:
+        """Poll until cancelled; returns at once when no source is configured."""
+        while self.sources:
             accepted = await self.poll_once()
             if accepted:
                 self.interval = min(self.max_interval, self.interval * 2)
             else:
                 self.interval = self.min_interval
             await asyncio.sleep(self.interval * random.uniform(0.8, 1.2))
+
+
+def sources_from(ntp_servers: list[str], ptp_sockets: list[str]) -> list[Any]:
+    """Sources from settings: NTP servers as "host" or "host:port", ptp4l socket paths."""
+    sources: list[Any] = []
+    for server in ntp_servers:
+        host, _, port = server.rpartition(":") if ":" in server else (server, "", "123")
+        sources.append(NTPSource(host, int(port)))
+    return sources + [PTPSource(socket) for socket in ptp_sockets]

@@ -13,7 +13,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from .ntp import Measurement
+from .measurement import Measurement
 
 FIELDS = re.compile(r"^\s*(stepsRemoved|offsetFromMaster|meanPathDelay|portState)\s+(\S+)", re.M)
 TRACKING_STATES = {"SLAVE", "UNCALIBRATED"}  # a free-running slave stays UNCALIBRATED

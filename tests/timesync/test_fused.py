@@ -7,7 +7,8 @@ import pytest
 
 from tests.timesync.ntp_responder import NTPResponder
 from timesync.fused import FusedClock
-from timesync.ntp import Measurement, NTPSource
+from timesync.measurement import Measurement
+from timesync.ntp import NTPSource
 
 
 class SimTime:

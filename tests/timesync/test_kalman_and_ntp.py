@@ -7,7 +7,8 @@ import pytest
 
 from tests.timesync.ntp_responder import NTPResponder
 from timesync.kalman import OffsetDriftFilter
-from timesync.ntp import Measurement, NTPSource, consensus
+from timesync.measurement import Measurement
+from timesync.ntp import NTPSource, consensus
 from timesync.protocol import offset_and_delay
 
 
