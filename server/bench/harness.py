@@ -8,6 +8,7 @@ import threading
 import time
 from typing import Any
 
+import aiohttp
 from aiohttp import web
 
 from server.app import Models, build_app
@@ -69,3 +70,40 @@ class LiveServer:
     @property
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.cfg.host_token}"}
+
+
+# ---- talking to a live server as a host would (tests and benches) ----
+
+
+async def say(srv: Any, text: str, **extra: Any) -> tuple[int, dict]:
+    async with aiohttp.ClientSession() as http:
+        r = await http.post(
+            f"{srv.url}/api/v1/say", json={"text": text, **extra}, headers=srv.headers
+        )
+        return r.status, await r.json()
+
+
+async def utterance(srv: Any, utt_id: str) -> dict | None:
+    async with aiohttp.ClientSession() as http:
+        r = await http.get(f"{srv.url}/api/v1/utterances", headers=srv.headers)
+        snap = await r.json()
+    every = snap["recent"] + snap["queue"] + ([snap["current"]] if snap["current"] else [])
+    return next((u for u in every if u["id"] == utt_id), None)
+
+
+async def until_final(srv: Any, utt_id: str, timeout: float = 60.0, poll: float = 0.1) -> dict:
+    """Wait until an utterance is done, interrupted or failed; returns its record."""
+    for _ in range(int(timeout / poll)):
+        u = await utterance(srv, utt_id)
+        if u and u["state"] in ("done", "interrupted", "failed"):
+            return u
+        await asyncio.sleep(poll)
+    raise AssertionError(f"utterance {utt_id} did not finish")
+
+
+async def wait_for(predicate: Any, timeout: float = 20.0) -> None:
+    for _ in range(int(timeout / 0.05)):
+        if predicate():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("condition not met in time")

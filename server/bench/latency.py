@@ -14,11 +14,9 @@ import asyncio
 import time
 from typing import Any
 
-import aiohttp
-
 from server.config import load_config
 
-from .harness import LiveServer
+from .harness import LiveServer, say, until_final
 from .table import median, pct, render
 
 VERBATIM = [
@@ -80,26 +78,15 @@ PROMPTS = [
 
 
 async def _say_and_wait(srv: LiveServer, text: str, mode: str) -> dict:
-    async with aiohttp.ClientSession() as http:
-        r = await http.post(
-            f"{srv.url}/api/v1/say", json={"text": text, "mode": mode}, headers=srv.headers
-        )
-        if r.status != 202:
-            raise RuntimeError(f"say refused: {r.status} {await r.text()}")
-        utt_id = (await r.json())["utterance_id"]
-        for _ in range(1200):
-            r = await http.get(f"{srv.url}/api/v1/utterances", headers=srv.headers)
-            snap = await r.json()
-            u = next((u for u in snap["recent"] if u["id"] == utt_id), None)
-            if u and u["state"] in ("done", "interrupted", "failed"):
-                return u
-            # poll gently: the server shares this process, and its loop and GIL with the client
-            await asyncio.sleep(0.25)
-    raise TimeoutError(text)
+    status, body = await say(srv, text, mode=mode)
+    if status != 202:
+        raise RuntimeError(f"say refused: {status} {body}")
+    # poll gently: the server shares this process, and its loop and GIL with the client
+    return await until_final(srv, body["utterance_id"], timeout=300, poll=0.25)
 
 
 def _settle(srv: LiveServer) -> None:
-    """Wait until the server is idle: no speech playing, the ASR checker done."""
+    """Wait until the ASR checker is idle, then a moment more for the last audio to leave."""
     feedback = srv.app["live"].get("feedback")
     for _ in range(400):
         busy = feedback is not None and not feedback.idle

@@ -7,24 +7,9 @@ import asyncio
 import aiohttp
 import numpy as np
 
+from server.bench.harness import say, wait_for
 from server.bench.viewer import PythonViewer
 from tests.alignment import measure
-
-
-async def _say(srv, text: str, **extra) -> tuple[int, dict]:
-    async with aiohttp.ClientSession() as http:
-        r = await http.post(
-            f"{srv.url}/api/v1/say", json={"text": text, **extra}, headers=srv.headers
-        )
-        return r.status, await r.json()
-
-
-async def _wait_for(predicate, timeout: float = 10.0) -> None:
-    for _ in range(int(timeout / 0.05)):
-        if predicate():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("condition not met in time")
 
 
 def test_viewer_hears_tones_exactly_where_the_visemes_say(tone_server):
@@ -32,11 +17,13 @@ def test_viewer_hears_tones_exactly_where_the_visemes_say(tone_server):
         v = PythonViewer(tone_server.url)
         await v.connect()
         await asyncio.sleep(0.3)
-        status, _ = await _say(tone_server, "one two three four")
+        status, _ = await say(tone_server, "one two three four")
         assert status == 202
-        await _wait_for(lambda: v.named("visemes"))
+        await wait_for(lambda: v.named("visemes"), timeout=10.0)
         utt = v.named("utterance")[0]
-        await _wait_for(lambda: v.frames and v.frames[-1].sample > utt["end_sample"] + 9600)
+        await wait_for(
+            lambda: v.frames and v.frames[-1].sample > utt["end_sample"] + 9600, timeout=10.0
+        )
         frames = v.named("visemes")[0]["frames"]
         origin = utt["start_sample"] - 9600
         heard = v.audio(origin, utt["end_sample"] + 9600)
@@ -55,13 +42,13 @@ def test_two_viewers_joined_at_different_times_hear_the_same_samples(tone_server
     async def run():
         a = PythonViewer(tone_server.url)
         await a.connect()
-        await _say(tone_server, "alpha beta gamma delta epsilon zeta eta theta")
+        await say(tone_server, "alpha beta gamma delta epsilon zeta eta theta")
         await asyncio.sleep(0.6)  # b joins mid-phrase
         b = PythonViewer(tone_server.url)
         await b.connect()
-        await _wait_for(lambda: a.named("utterance"))
+        await wait_for(lambda: a.named("utterance"), timeout=10.0)
         end = a.named("utterance")[0]["end_sample"]
-        await _wait_for(lambda: b.frames and b.frames[-1].sample > end)
+        await wait_for(lambda: b.frames and b.frames[-1].sample > end, timeout=10.0)
         # a decoder that joins mid-stream needs some packets to converge: skip b's first 200 ms
         lo = b.frames[0].sample + 9600
         by_sample = {f.sample: f.pcm for f in a.frames}
@@ -86,7 +73,7 @@ def test_interrupt_stops_audio_at_its_sample_and_next_line_is_clean(tone_server)
     async def run():
         v = PythonViewer(tone_server.url)
         await v.connect()
-        await _say(tone_server, " ".join(["word"] * 20))  # 6 s of tones
+        await say(tone_server, " ".join(["word"] * 20))  # 6 s of tones
         await asyncio.sleep(1.0)
         async with aiohttp.ClientSession() as http:
             r = await http.post(
@@ -94,14 +81,14 @@ def test_interrupt_stops_audio_at_its_sample_and_next_line_is_clean(tone_server)
             )
             assert r.status == 200
             at = (await r.json())["at_sample"]
-        await _wait_for(lambda: v.named("interrupt"))
+        await wait_for(lambda: v.named("interrupt"), timeout=10.0)
         assert v.named("interrupt")[0]["at_sample"] == at
         await asyncio.sleep(0.5)
-        status, body = await _say(tone_server, "fresh start")
+        status, body = await say(tone_server, "fresh start")
         new_id = body["utterance_id"]
-        await _wait_for(lambda: any(u["id"] == new_id for u in v.named("utterance")))
+        await wait_for(lambda: any(u["id"] == new_id for u in v.named("utterance")), timeout=10.0)
         nxt = next(u for u in v.named("utterance") if u["id"] == new_id)
-        await _wait_for(lambda: v.frames[-1].sample > nxt["end_sample"] + 4800)
+        await wait_for(lambda: v.frames[-1].sample > nxt["end_sample"] + 4800, timeout=10.0)
         after = v.audio(at + 960, nxt["start_sample"])  # between interrupt and next line
         tail = v.audio(nxt["end_sample"] + 960, nxt["end_sample"] + 4800)
         async with aiohttp.ClientSession() as http:
