@@ -16,8 +16,7 @@ from aiohttp import web
 from . import api, rtp
 from .broadcast import Broadcast
 from .config import Config
-from .feedback import SpeechFeedback
-from .inference import ModelThread
+from .feedback import SpeechFeedback, checker_thread
 from .mediaclock import MediaClock
 from .metrics import Metrics
 from .peers import ViewerPeers
@@ -68,7 +67,7 @@ def load_models(cfg: Config, progress: Any = None) -> Models:
         t = time.perf_counter()
         say("loading ASR (faster-whisper base)")
         # built on its own low-priority thread, so CTranslate2's workers are low-priority too
-        asr_thread = ModelThread("asr", nice=19)
+        asr_thread = checker_thread()
         asr = asr_thread.run_sync(Transcriber, mc.asr_model, cache, mc.device)
         asr_thread.run_sync(asr.warm_up)
         say(f"ASR ready in {time.perf_counter() - t:.1f} s")

@@ -68,6 +68,11 @@ def planned_word_starts(phonemes: Any, sample_rate: int) -> list[float]:
     return starts
 
 
+def checker_thread() -> ModelThread:
+    """The ASR's own thread, at the lowest priority: checking speech must never delay it."""
+    return ModelThread("asr", nice=19)
+
+
 class SpeechFeedback:
     """Checks spoken phrases with ASR off the critical path and exports the results."""
 
@@ -81,7 +86,7 @@ class SpeechFeedback:
         self._asr = transcriber
         self._metrics = metrics
         self._queue: asyncio.Queue[tuple] = asyncio.Queue(queue_size)
-        self._thread = thread or ModelThread("asr", nice=19)
+        self._thread = thread or checker_thread()
         self._busy = False
         self._task: asyncio.Task | None = None
         self.results: list[PhraseCheck] = []
