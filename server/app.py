@@ -85,7 +85,7 @@ def build_app(
     app["config"] = cfg
     app["metrics"] = metrics = Metrics()
     app["loading"] = {"step": "starting"}
-    app["live"] = {}  # filled once models are up: the stage and the ASR feedback
+    app["live"] = {}  # filled once models are up: the models, the stage and the ASR feedback
     rtp.use_ice_addresses(cfg.webrtc.ice_addresses)
 
     from timesync.fused import FusedClock
@@ -106,6 +106,7 @@ def build_app(
     static = web_dir / "static"
     if static.is_dir():
         app.router.add_static("/static/", static, follow_symlinks=False)
+    _add_vendor_routes(app, web_dir / "node_modules")
 
     async def on_startup(app: web.Application) -> None:
         media = MediaClock()
@@ -149,6 +150,7 @@ async def _bring_up(app: web.Application, models: Models | None) -> None:
             log.exception("model loading failed")
             app["loading"]["step"] = f"failed: {exc}"
             return
+    app["live"]["models"] = models  # a restarted server in the same process can reuse them
     feedback = None
     if models.asr is not None and cfg.feedback.enabled:
         feedback = SpeechFeedback(
@@ -179,6 +181,19 @@ async def _watch_loop_lag(metrics: Metrics, period: float = 0.1) -> None:
         t = time.monotonic()
         await asyncio.sleep(period)
         metrics.loop_lag.observe(max(0.0, time.monotonic() - t - period))
+
+
+# The browser's npm packages, served to the import map in the pages; only these folders.
+VENDOR = {"three": "three", "socket.io-client": "socket.io-client/dist"}
+
+
+def _add_vendor_routes(app: web.Application, node_modules: Path) -> None:
+    for name, folder in VENDOR.items():
+        path = node_modules / folder
+        if path.is_dir():
+            app.router.add_static(f"/vendor/{name}/", path, follow_symlinks=False)
+        else:
+            log.warning("%s is missing: run `make setup` (npm ci in web/)", path)
 
 
 def _page(template: str) -> Any:

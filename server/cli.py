@@ -34,6 +34,8 @@ def serve(args: argparse.Namespace) -> int:
 def bench(args: argparse.Namespace) -> int:
     if args.what == "latency":
         from .bench.latency import main as run
+    elif args.what == "lipsync":
+        from .bench.lipsync import main as run
     else:
         from .bench.viewers import main as run
     return run(args)
@@ -49,11 +51,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--config", help="TOML settings file")
     p.set_defaults(func=serve)
     b = sub.add_parser("bench", help="run a benchmark and print its table")
-    b.add_argument("what", choices=["latency", "viewers"])
+    b.add_argument("what", choices=["latency", "viewers", "lipsync"])
     b.add_argument("--config", help="TOML settings file")
     b.add_argument("--lines", type=int, default=20, help="latency: lines and prompts each")
     b.add_argument("--viewers", default="10,25,50", help="viewers: counts to try")
-    b.add_argument("--seconds", type=float, default=60.0, help="viewers: seconds per count")
+    b.add_argument(
+        "--seconds", type=float, default=60.0, help="viewers, lipsync: seconds per count"
+    )
+    b.add_argument("--utterances", type=int, default=30, help="lipsync: lines measured")
+    b.add_argument("--pages", default="1,10", help="lipsync: pages open at once to try")
     b.set_defaults(func=bench)
     args = parser.parse_args(argv)
     logging.basicConfig(

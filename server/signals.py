@@ -10,6 +10,7 @@ import logging
 import math
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +22,15 @@ from .metrics import Metrics
 
 log = logging.getLogger(__name__)
 
-STAT_FIELDS = {"lipsync_offset_ms", "fps", "dropped_frames", "clock_offset_ms"}
+STAT_FIELDS = {
+    "lipsync_offset_ms",
+    "fps",
+    "dropped_frames",
+    "clock_offset_ms",
+    "clock_uncertainty_ms",
+    "lipsync_calibration_ms",
+}
+RECENT_CHAT = 50  # viewer chat messages kept for the host panel
 
 
 def error(message: str) -> dict:
@@ -61,6 +70,9 @@ class Signals:
         self.state: dict[str, Any] = {"fallback_level": 0, "night": False}
         self._limits: dict[str, RateLimit] = {}
         self.client_stats: dict[str, dict] = {}
+        # the last viewer chat messages {"id", "from", "text", "time" (ms, fused clock)}: the
+        # host picks from them which ones a character answers
+        self.recent_chat: deque[dict] = deque(maxlen=RECENT_CHAT)
         # set once the stage runs: events of speech still to come, for viewers who join now
         self.upcoming: Callable[[], list[tuple[str, dict]]] = list
         self.sio.on("connect", self._connect)
@@ -99,6 +111,7 @@ class Signals:
             self.metrics.rejected.labels("chat_rate").inc()
             return error("slow down: too many messages")
         msg = {"from": f"viewer-{sid[:6]}", "text": text, "id": uuid.uuid4().hex[:12]}
+        self.recent_chat.append({**msg, "time": round(self.clock.now_ms())})
         await self.sio.emit("chat", msg)
         return {"ok": True, "id": msg["id"]}
 

@@ -24,9 +24,9 @@ def free_port() -> int:
 class LiveServer:
     """An in-process server on 127.0.0.1 with its own loop thread."""
 
-    def __init__(self, cfg: Config, models: Models | None = None) -> None:
+    def __init__(self, cfg: Config, models: Models | None = None, port: int | None = None) -> None:
         self.cfg = cfg
-        self.cfg.port = free_port()
+        self.cfg.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.cfg.port}"
         self.models = models
         self.loop = asyncio.new_event_loop()

@@ -38,3 +38,14 @@ def test_bench_viewers_prints_loss_and_cpu_per_viewer():
         ln for ln in out.splitlines() if ln.startswith("|") and ln.split("|")[1].strip() == "2"
     )
     assert row.split("|")[2].strip() == "2"  # both viewers heard the broadcast
+
+
+def test_bench_lipsync_prints_offsets_for_both_pages_and_frame_rates():
+    out = allnighter("lipsync", "--utterances", "2", "--pages", "1", "--seconds", "3")
+    rows = [ln for ln in out.splitlines() if ln.startswith("|") and "---" not in ln]
+    pages = {r.split("|")[1].strip(): r for r in rows}
+    assert "calibrated (as shipped)" in pages and "uncalibrated (baseline)" in pages
+    onsets = int(pages["calibrated (as shipped)"].split("|")[2])
+    assert onsets >= 1  # the probe matched a mouth opening to a heard onset
+    frames = next(r for r in rows if r.split("|")[1].strip() == "1")
+    assert float(frames.split("|")[2]) > 0  # the page drew frames

@@ -1,0 +1,121 @@
+"""End-to-end fixtures: a real Allnighter server (real models) and real Chromium (Debian's).
+
+No browser is downloaded: Playwright drives /usr/bin/chromium (or $ALLNIGHTER_CHROMIUM).
+Missing Chromium is a failure, not a skip: `make test` installs it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Page, sync_playwright
+
+from server.bench.browser import chromium_path, launch
+from server.bench.harness import LiveServer
+from server.config import load_config
+
+TOKEN = "e2e-host-token"
+SHOTS = Path(__file__).resolve().parent.parent / ".artifacts" / "screenshots"
+
+
+@pytest.fixture(scope="session")
+def browser() -> Browser:
+    with sync_playwright() as p:
+        if chromium_path() is None:
+            pytest.fail("Chromium is not installed (make test installs Debian's chromium)")
+        b = launch(p)
+        yield b
+        b.close()
+
+
+def e2e_config(**stage: Any) -> Any:
+    cfg = load_config(None, env={"ALLNIGHTER_HOST_TOKEN": TOKEN})
+    cfg.load_asr = False  # the ASR checker is not what these tests look at; it costs CPU
+    cfg.chat.burst = 3
+    for key, value in stage.items():
+        setattr(cfg.stage, key, value)
+    return cfg
+
+
+@pytest.fixture(scope="session")
+def show() -> LiveServer:
+    """The show with its real models (SmolLM2, Piper), loaded once for every browser test."""
+    srv = LiveServer(e2e_config()).start(ready_timeout=600)
+    yield srv
+    srv.stop()
+
+
+class Host:
+    """The host API, called the way a host's tool would (plain HTTP with the token)."""
+
+    def __init__(self, srv: LiveServer) -> None:
+        self.srv = srv
+
+    def call(self, method: str, path: str, body: dict | None = None) -> tuple[int, Any]:
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(
+            self.srv.url + path,
+            data=data,
+            method=method,
+            headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                return r.status, json.loads(r.read() or b"null")
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"null")
+
+    def say(self, text: str, mode: str = "verbatim") -> str:
+        status, body = self.call("POST", "/api/v1/say", {"text": text, "mode": mode})
+        assert status == 202, body
+        return body["utterance_id"]
+
+    def interrupt(self) -> dict:
+        status, body = self.call("POST", "/api/v1/interrupt", {})
+        assert status == 200, body
+        return body
+
+
+@pytest.fixture
+def host(show: LiveServer) -> Host:
+    return Host(show)
+
+
+def open_host(browser: Browser, url: str) -> Page:
+    """The host panel in a new tab (not signed in)."""
+    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.errors = errors  # type: ignore[attr-defined]
+    page.goto(url + "/host")
+    return page
+
+
+def sign_in(page: Page, token: str = TOKEN) -> None:
+    page.fill("#token", token)
+    page.click("#login")
+
+
+def screenshot(page: Page, name: str, **kw: Any) -> Path:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    path = SHOTS / f"{name}.png"
+    page.screenshot(path=str(path), **kw)
+    return path
+
+
+def until_final(host: Host, utt_id: str, timeout: float = 60.0) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status, snap = host.call("GET", "/api/v1/utterances")
+        every = snap["recent"] + snap["queue"] + ([snap["current"]] if snap["current"] else [])
+        u = next((u for u in every if u["id"] == utt_id), None)
+        if u and u["state"] in ("done", "interrupted", "failed"):
+            return u
+        time.sleep(0.1)
+    raise AssertionError(f"utterance {utt_id} did not finish")

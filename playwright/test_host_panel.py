@@ -1,0 +1,121 @@
+"""The host panel in real Chromium against the real show: sign in, say a line, the stage hears it;
+answer a viewer's chat message; screenshots under .artifacts/screenshots/."""
+
+from __future__ import annotations
+
+import re
+import time
+
+from conftest import TOKEN, open_host, screenshot, sign_in
+from playwright.sync_api import Browser, expect
+
+from server.bench.browser import now_ms, open_stage, probe, records
+from server.bench.harness import LiveServer
+from server.bench.lipsync_figures import LOUD, OPEN
+
+
+def test_host_panel_rejects_a_wrong_token_and_remembers_the_right_one_per_tab(
+    browser: Browser, show: LiveServer
+):
+    page = open_host(browser, show.url)
+    expect(page.locator("#token")).to_be_visible()
+    expect(page.locator("#desk")).to_be_hidden()
+    screenshot(page, "host-login")
+
+    sign_in(page, "not-the-token")
+    expect(page.locator("#login-error")).to_have_text("Wrong host token")
+    expect(page.locator("#desk")).to_be_hidden()
+    assert page.evaluate("sessionStorage.length") == 0
+    screenshot(page, "host-login-wrong-token")
+
+    sign_in(page, TOKEN)
+    expect(page.locator("#desk")).to_be_visible()
+    expect(page.locator("#login-card")).to_be_hidden()
+    expect(page.locator("#show-state")).to_have_text("live")
+
+    page.reload()  # the same tab remembers the token
+    expect(page.locator("#desk")).to_be_visible()
+    # another tab (its own session storage) does not
+    other = browser.new_page(viewport={"width": 1440, "height": 900})
+    other.goto(show.url + "/host")
+    expect(other.locator("#token")).to_be_visible()
+    expect(other.locator("#desk")).to_be_hidden()
+    other.close()
+
+    page.click("#signout")
+    expect(page.locator("#token")).to_be_visible()
+    assert page.evaluate("sessionStorage.length") == 0
+    assert page.errors == []  # type: ignore[attr-defined]
+    page.close()
+
+
+def test_host_says_a_line_from_the_panel_and_the_stage_hears_it(browser: Browser, show: LiveServer):
+    stage = open_stage(browser, show.url)
+    page = open_host(browser, show.url)
+    sign_in(page, TOKEN)
+    expect(page.locator("#desk")).to_be_visible()
+    listening = page.locator("#viewers .stat").first  # the stage tab is a listener
+    expect(listening).to_contain_text("Listening (audio)")
+    expect(listening.locator(".v")).to_have_text(re.compile(r"[1-9]\d*"))
+
+    probe(stage)  # the stage's own analyser on the audio it receives, and the mouth it draws
+    time.sleep(0.3)
+    since = now_ms(stage)
+
+    line = "Good evening night owls, the host panel is on the air."
+    page.fill("#say-text", line)
+    page.click("#say-verbatim")
+    expect(page.locator("#say-text")).to_have_value("")  # accepted (202) and cleared
+    done = page.locator("#recent li[data-state=done]", has_text=line)
+    expect(done).to_be_visible(timeout=60_000)
+    expect(done.locator(".ttfa")).to_have_text(re.compile(r"^\d+ ms$|^\d+\.\d s$"))
+    screenshot(page, "host-panel")
+
+    heard = records(stage, since)
+    assert len(heard) > 20
+    assert max(r["rms"] for r in heard) >= LOUD, "the stage page heard the line"
+    assert max(r["mouth"] for r in heard) > OPEN, "the avatar's mouth moved with it"
+
+    # errors from the API are shown inline: an empty line, then a line that is too long
+    page.click("#say-verbatim")
+    expect(page.locator("#say-error")).to_have_text("Type a line first.")
+    page.evaluate("document.getElementById('say-text').removeAttribute('maxlength')")
+    page.fill("#say-text", "x" * 2001)
+    page.click("#say-verbatim")
+    expect(page.locator("#say-error")).to_contain_text("Too long")
+    page.fill("#say-text", "")
+
+    assert page.errors == [] and stage.errors == []  # type: ignore[attr-defined]
+    stage.close()
+    page.close()
+
+
+def test_host_answers_a_viewer_chat_message_from_the_panel(browser: Browser, show: LiveServer):
+    stage = open_stage(browser, show.url)
+    page = open_host(browser, show.url)
+    sign_in(page, TOKEN)
+    expect(page.locator("#desk")).to_be_visible()
+
+    question = "What is your favourite <b>star</b>?"
+    stage.fill("#chat-text", question)
+    stage.press("#chat-text", "Enter")
+    msg = page.locator("#chat-list li", has_text=question)
+    expect(msg).to_be_visible(timeout=10_000)
+    assert msg.locator("b").count() == 0  # viewer text stays text
+    msg.get_by_test_id("answer").click()
+    expect(msg).to_have_attribute("data-answered", "true")
+    expect(msg.get_by_test_id("answer")).to_have_text("Answered")
+
+    answer = page.locator("#recent li[data-mode=chat]", has_text=question).first
+    expect(answer).to_be_visible(timeout=10_000)
+    expect(page.locator("#now")).to_contain_text(question, timeout=30_000)
+    screenshot(page, "host-panel-answering")
+    expect(answer).to_have_attribute("data-state", "done", timeout=120_000)
+    expect(answer.locator(".utt-reply")).not_to_be_empty()
+    screenshot(page, "host-panel-answered")
+
+    page.click("#interrupt")
+    expect(page.locator("#interrupt-msg")).to_contain_text("Interrupted")
+    assert page.errors == [] and stage.errors == []  # type: ignore[attr-defined]
+    stage.close()
+    page.close()

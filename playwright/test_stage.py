@@ -1,0 +1,195 @@
+"""The stage page in real Chromium: it hears the show, the mouth moves with the sound and rests
+in silence, interrupts silence it, chat reaches other viewers escaped, and it reconnects."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+from conftest import Host, e2e_config, open_host, screenshot, sign_in, until_final
+
+from server.bench.browser import CHROMIUM_ARGS, chromium_path, now_ms, open_stage, probe, records
+from server.bench.harness import LiveServer, free_port
+from server.bench.lipsync_figures import LOUD, OPEN, QUIET, silent_after
+
+# Canvas statistics drawn through a 2D copy: spread of brightness (a blank canvas has none)
+# and the pixels of the mouth's region, to compare frames.
+CANVAS_STATS = """() => {
+  const src = document.getElementById("avatar");
+  const c = document.createElement("canvas");
+  c.width = 160; c.height = 90;
+  const g = c.getContext("2d");
+  g.drawImage(src, 0, 0, c.width, c.height);
+  const d = g.getImageData(0, 0, c.width, c.height).data;
+  let sum = 0, sq = 0;
+  const px = [];
+  for (let i = 0; i < d.length; i += 4) {
+    const y = 0.2126 * d[i] + 0.7152 * d[i + 1] + 0.0722 * d[i + 2];
+    sum += y; sq += y * y; px.push(y);
+  }
+  const n = d.length / 4;
+  return {std: Math.sqrt(sq / n - (sum / n) ** 2), px};
+}"""
+
+
+def _mean_abs_diff(a: list[float], b: list[float]) -> float:
+    return sum(abs(x - y) for x, y in zip(a, b, strict=True)) / len(a)
+
+
+def _wait_loud(page, since: float, timeout: float = 15.0) -> float:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        loud = [r for r in records(page, since) if r["rms"] >= LOUD]
+        if loud:
+            return loud[0]["t"]
+        time.sleep(0.05)
+    raise AssertionError("the page heard nothing")
+
+
+def test_page_hears_speech_and_the_mouth_moves_with_it(browser, show, host: Host):
+    page = open_stage(browser, show.url)
+    probe(page)
+    t0 = now_ms(page)
+    page.wait_for_timeout(1500)  # quiet before the line
+    quiet = page.evaluate(CANVAS_STATS)
+    screenshot(page, "stage-silent")
+    # an open first sound: before a k or g the lips form the stop in silence, rightly
+    uid = host.say("All right, welcome to the all night show. We have a lot to talk about.")
+    _wait_loud(page, t0)
+    page.wait_for_function("() => window.allnighter.state().mouth_open > 0.4", timeout=10_000)
+    speaking = page.evaluate(CANVAS_STATS)
+    screenshot(page, "stage-speaking")
+    until_final(host, uid)
+    page.wait_for_timeout(1500)  # the line's audio plays out, then quiet again
+    recs = records(page, t0)
+
+    loud = [r for r in recs if r["rms"] >= LOUD]
+    assert loud, "no audio above silence reached the page"
+    first, last = loud[0]["t"], loud[-1]["t"]
+    assert last - first > 1500, "the line was not heard through"
+    speech = [r for r in recs if first <= r["t"] <= last]
+    open_share = sum(r["mouth"] > OPEN for r in speech) / len(speech)
+    assert open_share > 0.4, f"mouth open in only {open_share:.0%} of speech frames"
+    before = [r for r in recs if r["t"] < first - 150]
+    after = [r for r in recs if r["t"] > last + 300]
+    assert before and max(r["mouth"] for r in before) < 0.05, "mouth moved before the sound"
+    assert after and max(r["mouth"] for r in after) < 0.05, "mouth still moving after the sound"
+    assert all(r["rms"] < QUIET for r in after[-20:]), "audio did not go quiet"
+
+    assert quiet["std"] > 5 and speaking["std"] > 5, "the canvas is blank"
+    assert _mean_abs_diff(quiet["px"], speaking["px"]) > 0.05, "the picture did not change"
+    state = page.evaluate("() => window.allnighter.state()")
+    assert state["renderer"] == "webgl" and state["fps"] > 20, state
+    stats = page.evaluate("() => window.allnighter.stats()")
+    assert "fps" in stats and "dropped_frames" in stats, stats
+    assert not page.errors, page.errors
+    page.close()
+
+
+def test_interrupt_from_the_panel_silences_the_page_and_closes_the_mouth(browser, show, host: Host):
+    desk = open_host(browser, show.url)
+    sign_in(desk)
+    desk.locator("#desk").wait_for(state="visible")
+    page = open_stage(browser, show.url)
+    probe(page)
+    t0 = now_ms(page)
+    uid = host.say(
+        "Oh, this is a long line that will not finish, because the host is about to cut it off "
+        "in the middle of a sentence that goes on and on and on for quite a while."
+    )
+    _wait_loud(page, t0)
+    page.wait_for_timeout(700)
+    # when the host's click lands (one browser: every tab's epoch clock is the same)
+    desk.evaluate(
+        """() => document.getElementById("interrupt").addEventListener("click",
+             () => { window.__clickedAt = performance.timeOrigin + performance.now(); },
+             {capture: true})"""
+    )
+    desk.click("#interrupt")
+    cut = desk.evaluate("() => window.__clickedAt")
+    page.wait_for_timeout(1200)
+    recs = records(page, t0)
+    quiet_at = silent_after(recs, cut)
+    assert quiet_at is not None and quiet_at - cut <= 200, f"still heard {quiet_at - cut:.0f} ms on"
+    closed = [r for r in recs if r["t"] > quiet_at + 150]
+    assert closed and max(r["mouth"] for r in closed) < 0.05, "the mouth kept moving"
+    assert until_final(host, uid)["state"] == "interrupted"
+    page.close()
+    desk.close()
+
+
+def test_chat_reaches_other_viewers_escaped_and_floods_are_refused(browser, show):
+    alice = open_stage(browser, show.url)
+    bob = open_stage(browser, show.url)
+    text = '<b>bold</b> & <img src=x onerror="window.pwned=1"> hi'
+    alice.fill("#chat-text", text)
+    alice.click("#chat-form button")
+    line = bob.locator("#chat-log li .text", has_text="bold").first
+    line.wait_for(timeout=5000)
+    assert line.text_content() == text
+    assert bob.locator("#chat-log b, #chat-log img").count() == 0
+    assert not bob.evaluate("() => window.pwned === 1")
+    for i in range(6):
+        alice.fill("#chat-text", f"flood {i}")
+        alice.click("#chat-form button")
+        alice.wait_for_timeout(100)
+    alice.wait_for_function(
+        "() => document.getElementById('chat-error').textContent.includes('too many')",
+        timeout=5000,
+    )
+    screenshot(alice, "stage-chat")
+    alice.close()
+    bob.close()
+
+
+def test_page_reconnects_after_a_server_restart(browser, show):
+    port = free_port()
+    models = show.app["live"]["models"]
+    first = LiveServer(e2e_config(), models, port=port).start()
+    page = open_stage(browser, first.url)
+    first.stop()
+    page.wait_for_function("() => !window.allnighter.state().connected", timeout=10_000)
+    assert page.locator("#link-state").get_attribute("data-state") == "reconnecting"
+    second = LiveServer(e2e_config(), models, port=port).start()
+    try:
+        page.wait_for_function(
+            "() => window.allnighter.state().connected && window.allnighter.state().audio_playing",
+            timeout=30_000,
+        )
+        probe(page)
+        t0 = now_ms(page)
+        page.wait_for_timeout(500)  # a quiet stretch, so the line's onset is one
+        Host(second).say("And we are back on the air.")
+        _wait_loud(page, t0)
+        mouth = max((r["mouth"] for r in records(page, t0)), default=0)
+        for _ in range(40):
+            if mouth > OPEN:
+                break
+            page.wait_for_timeout(100)
+            mouth = max(r["mouth"] for r in records(page, t0))
+        assert mouth > OPEN, page.evaluate("() => [allnighter.state(), allnighter.stats()]")
+    finally:
+        page.close()
+        second.stop()
+
+
+def test_sound_waits_for_the_viewers_click_where_the_browser_asks_for_one(browser, show):
+    strict = [a for a in CHROMIUM_ARGS if not a.startswith("--autoplay-policy")]
+    with contextlib.closing(
+        browser.browser_type.launch(
+            executable_path=chromium_path(),
+            args=[*strict, "--autoplay-policy=document-user-activation-required"],
+        )
+    ) as other:
+        page = other.new_page()
+        page.goto(show.url + "/")
+        # Wait without touching the page: Playwright's evaluations carry a user gesture,
+        # which would let the audio start by itself and hide the very prompt under test.
+        time.sleep(5)
+        gate = page.locator("#sound-gate")
+        assert gate.is_visible()
+        assert "Tap for sound" in gate.text_content()
+        assert not page.evaluate("() => window.allnighter.state().audio_playing")
+        gate.click()
+        page.wait_for_function("() => window.allnighter.state().audio_playing", timeout=10_000)
+        assert gate.is_hidden()

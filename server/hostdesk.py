@@ -1,0 +1,144 @@
+"""The host desk's API: one live snapshot of the show, and answering a viewer's chat message.
+
+`GET /api/v1/show` is what the host panel (`/host`) polls every second; `POST
+/api/v1/chat/answer` hands a viewer's chat message to a character in chat mode. Both need the host
+token. An answered message becomes an ordinary utterance (`Stage.submit`), so it is spoken,
+interrupted or reported failed like any other.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import OrderedDict
+from typing import Any
+
+from aiohttp import web
+
+from .api import ApiError, read_json, require_host
+from .utterances import QueueFull
+
+SAMPLE_RATE = 48_000
+ANSWERED_KEPT = 500  # chat ids remembered as answered (more than the chat buffer holds)
+
+
+class HostDesk:
+    """Which viewer chat messages were answered, and by which utterance."""
+
+    def __init__(self) -> None:
+        self.answered: OrderedDict[str, str] = OrderedDict()
+
+    def mark(self, chat_id: str, utterance_id: str) -> None:
+        self.answered[chat_id] = utterance_id
+        while len(self.answered) > ANSWERED_KEPT:
+            self.answered.popitem(last=False)
+
+
+def setup(app: web.Application) -> None:
+    app["hostdesk"] = HostDesk()
+    app.router.add_get("/api/v1/show", show)
+    app.router.add_post("/api/v1/chat/answer", answer_chat)
+
+
+async def show(request: web.Request) -> web.Response:
+    """Everything the host panel shows, in one answer (200 even while models load)."""
+    require_host(request)
+    app = request.app
+    stage = app["live"].get("stage")
+    signals = app["signals"]
+    desk: HostDesk = app["hostdesk"]
+    if stage is not None:
+        snap = stage.snapshot()
+        queue_max = stage.queue.maxsize
+    else:
+        snap = {"queue": [], "current": None, "recent": []}
+        queue_max = app["config"].stage.queue_size
+    broadcast = app.get("broadcast")
+    health: dict[str, Any] = {
+        "status": "ok" if stage is not None else "loading",
+        "current_sample": broadcast.write_head if broadcast is not None else 0,
+        "sample_rate": SAMPLE_RATE,
+        **{k: v for k, v in signals.state.items() if isinstance(v, int | float | str | bool)},
+    }
+    if stage is None:
+        health["step"] = app["loading"].get("step", "")
+    chat = [
+        {**m, "answered": m["id"] in desk.answered, "utterance_id": desk.answered.get(m["id"])}
+        for m in signals.recent_chat
+    ]
+    return web.json_response(
+        {
+            **snap,
+            "queue_max": queue_max,
+            "viewers": viewers(app),
+            "chat": chat,
+            "health": health,
+            "roles": [r.name for r in app["config"].roles],
+        }
+    )
+
+
+def viewers(app: web.Application) -> dict[str, Any]:
+    """How many are watching, and a summary of what their browsers report."""
+    signals = app["signals"]
+    peers = app.get("peers")
+    sockets = sum(1 for _ in signals.sio.manager.get_participants("/", None))
+    stats = list(signals.client_stats.values())
+
+    def figures(name: str) -> list[float]:
+        return [s[name] for s in stats if name in s]
+
+    fps, lipsync = figures("fps"), figures("lipsync_offset_ms")
+    clock, dropped = figures("clock_offset_ms"), figures("dropped_frames")
+    return {
+        "webrtc": len(peers) if peers is not None else 0,
+        "sockets": sockets,
+        "reporting": len(stats),
+        "fps_median": _median(fps),
+        "fps_min": round(min(fps), 1) if fps else None,
+        "lipsync_offset_ms_median": _median(lipsync),
+        "lipsync_offset_ms_worst": round(max(lipsync, key=abs), 1) if lipsync else None,
+        "clock_offset_ms_median": _median(clock),
+        "dropped_frames": int(sum(dropped)) if dropped else None,
+    }
+
+
+def _median(values: list[float]) -> float | None:
+    return round(statistics.median(values), 1) if values else None
+
+
+async def answer_chat(request: web.Request) -> web.Response:
+    """{"id", "role"?} → 202 {"utterance_id"}: a character answers that viewer message."""
+    require_host(request)
+    app = request.app
+    cfg = app["config"]
+    body = await read_json(request)
+    chat_id = body.get("id")
+    if not isinstance(chat_id, str) or not chat_id.strip():
+        raise ApiError(400, '"id" must be a chat message id (a string)')
+    role_name = body.get("role")
+    if role_name is not None and not isinstance(role_name, str):
+        raise ApiError(400, '"role" must be a string')
+    role = cfg.role(role_name)
+    if role is None:
+        raise ApiError(404, f"unknown role {role_name!r}")
+    msg = next((m for m in app["signals"].recent_chat if m["id"] == chat_id), None)
+    if msg is None:
+        raise ApiError(404, f"no recent chat message {chat_id!r} (unknown or expired)")
+    desk: HostDesk = app["hostdesk"]
+    if chat_id in desk.answered:
+        raise ApiError(409, f"chat message {chat_id!r} is already answered")
+    stage = app["live"].get("stage")
+    if stage is None:
+        raise ApiError(503, "models are still loading")
+    try:
+        utt = stage.submit(chat_prompt(msg), role, "chat")
+    except QueueFull as exc:
+        app["metrics"].rejected.labels("queue_full").inc()
+        raise ApiError(429, str(exc)) from None
+    desk.mark(chat_id, utt.id)
+    return web.json_response({"utterance_id": utt.id, "chat_id": chat_id}, status=202)
+
+
+def chat_prompt(msg: dict) -> str:
+    """The prompt a character answers: who wrote what (the viewer's text is data, not HTML)."""
+    return f"{msg['from']} writes in the chat: {msg['text']}"

@@ -1,0 +1,154 @@
+"""The host desk's API against a live server with test-double models: the show snapshot and
+answering a viewer's chat message."""
+
+from __future__ import annotations
+
+import asyncio
+
+import aiohttp
+import pytest
+import socketio
+
+from server.bench.harness import say, until_final, wait_for
+
+
+async def call(srv, method: str, path: str, body=None, token: str | None = "good", raw=None):
+    headers = {}
+    if token == "good":
+        headers = srv.headers
+    elif token:
+        headers = {"Authorization": f"Bearer {token}"}
+    async with aiohttp.ClientSession() as http:
+        kw = {"data": raw} if raw is not None else {"json": body}
+        r = await http.request(method, srv.url + path, headers=headers, **kw)
+        return r.status, await r.json()
+
+
+async def viewer_chat(srv, text: str) -> tuple[socketio.AsyncClient, str]:
+    c = socketio.AsyncClient()
+    await c.connect(srv.url)
+    ack = await c.call("chat", {"text": text})
+    assert ack["ok"], ack
+    return c, ack["id"]
+
+
+@pytest.mark.parametrize("method, path", [("GET", "/api/v1/show"), ("POST", "/api/v1/chat/answer")])
+@pytest.mark.parametrize("token", [None, "wrong-token"])
+def test_host_desk_needs_the_host_token(tone_server, method, path, token):
+    status, body = asyncio.run(call(tone_server, method, path, {"id": "x"}, token=token))
+    assert status == 401
+    assert "token" in body["error"]
+
+
+def test_show_snapshot_has_stage_viewers_chat_and_health(tone_server):
+    async def run():
+        c, chat_id = await viewer_chat(tone_server, "hello from the <b>chat</b>")
+        await c.emit("client_stats", {"fps": 58.0, "lipsync_offset_ms": -12.0, "dropped_frames": 2})
+        status, sent = await say(tone_server, "snapshot line")
+        assert status == 202
+        await until_final(tone_server, sent["utterance_id"], timeout=20)
+        await wait_for(lambda: tone_server.app["signals"].client_stats, timeout=5)
+        got = await call(tone_server, "GET", "/api/v1/show")
+        await c.disconnect()
+        return got, chat_id, sent["utterance_id"]
+
+    (status, show), chat_id, utt_id = asyncio.run(run())
+    assert status == 200
+    assert {"queue", "current", "recent", "queue_max", "viewers", "chat", "health", "roles"} <= set(
+        show
+    )
+    assert show["queue_max"] == tone_server.cfg.stage.queue_size
+    assert show["roles"] == [r.name for r in tone_server.cfg.roles]
+    said = next(u for u in show["recent"] if u["id"] == utt_id)
+    assert said["state"] == "done" and said["text"] == "snapshot line"
+    assert said["text_to_first_audio_ms"] > 0
+    assert show["health"]["status"] == "ok"
+    assert show["health"]["current_sample"] > 0 and show["health"]["sample_rate"] == 48_000
+    v = show["viewers"]
+    assert v["sockets"] >= 1 and v["reporting"] >= 1 and v["webrtc"] >= 0
+    assert v["fps_median"] == 58.0 and v["lipsync_offset_ms_median"] == -12.0
+    assert v["dropped_frames"] == 2
+    msg = next(m for m in show["chat"] if m["id"] == chat_id)
+    assert msg["text"] == "hello from the <b>chat</b>"  # kept as text; the panel never makes HTML
+    assert msg["from"].startswith("viewer-") and msg["time"] > 1.6e12
+    assert msg["answered"] is False and msg["utterance_id"] is None
+
+
+def test_answering_a_viewer_message_speaks_it_in_chat_mode_once(tone_server):
+    async def run():
+        c, chat_id = await viewer_chat(tone_server, "what time is it where you are?")
+        first = await call(tone_server, "POST", "/api/v1/chat/answer", {"id": chat_id})
+        assert first[0] == 202, first
+        utt_id = first[1]["utterance_id"]
+        again = await call(tone_server, "POST", "/api/v1/chat/answer", {"id": chat_id})
+        final = await until_final(tone_server, utt_id, timeout=30)
+        show = (await call(tone_server, "GET", "/api/v1/show"))[1]
+        await c.disconnect()
+        return chat_id, utt_id, again, final, show
+
+    chat_id, utt_id, again, final, show = asyncio.run(run())
+    assert final["state"] == "done"
+    assert final["mode"] == "chat"
+    assert final["role"] == tone_server.cfg.roles[0].name  # the default role
+    assert "what time is it where you are?" in final["text"]
+    assert final["spoken_text"]  # the character's reply (the fake LLM's words) was spoken
+    assert again[0] == 409 and "already" in again[1]["error"]
+    msg = next(m for m in show["chat"] if m["id"] == chat_id)
+    assert msg["answered"] is True and msg["utterance_id"] == utt_id
+
+
+@pytest.mark.parametrize(
+    "body, status, message",
+    [
+        ({"id": "000000000000"}, 404, "no recent chat message"),
+        ({}, 400, "id"),
+        ({"id": 12}, 400, "id"),
+        ({"id": "  "}, 400, "id"),
+        ({"id": "000000000000", "role": 5}, 400, "role"),
+        ({"id": "000000000000", "role": "nobody"}, 404, "nobody"),
+        ([1, 2], 400, "object"),
+    ],
+)
+def test_bad_answers_are_refused_with_a_message(tone_server, body, status, message):
+    got, answer = asyncio.run(call(tone_server, "POST", "/api/v1/chat/answer", body))
+    assert got == status, answer
+    assert message.lower() in answer["error"].lower()
+
+
+def test_answer_with_garbage_body_is_400(tone_server):
+    got, answer = asyncio.run(call(tone_server, "POST", "/api/v1/chat/answer", raw=b"{nope"))
+    assert got == 400 and "JSON" in answer["error"]
+
+
+def test_answer_when_the_queue_is_full_is_429_and_stays_answerable(tone_server):
+    async def run():
+        c, chat_id = await viewer_chat(tone_server, "one more question")
+        long_line = " ".join(["word"] * 30)  # 9 s of tones: the worker stays busy
+        accepted = []
+        for _ in range(tone_server.cfg.stage.queue_size + 2):
+            status, body = await say(tone_server, long_line)
+            if status == 202:
+                accepted.append(body["utterance_id"])
+        refused = await call(tone_server, "POST", "/api/v1/chat/answer", {"id": chat_id})
+        show = (await call(tone_server, "GET", "/api/v1/show"))[1]
+        await call(tone_server, "POST", "/api/v1/interrupt", {})
+        finals = [await until_final(tone_server, u, timeout=30) for u in accepted]
+        retry = await call(tone_server, "POST", "/api/v1/chat/answer", {"id": chat_id})
+        if retry[0] == 202:
+            await until_final(tone_server, retry[1]["utterance_id"], timeout=30)
+        await c.disconnect()
+        return refused, show, finals, retry, chat_id
+
+    refused, show, finals, retry, chat_id = asyncio.run(run())
+    assert refused[0] == 429 and "full" in refused[1]["error"]
+    assert len(show["queue"]) == show["queue_max"]
+    assert all(f["state"] in ("done", "interrupted") for f in finals)
+    assert not next(m for m in show["chat"] if m["id"] == chat_id)["answered"]
+    assert retry[0] == 202  # a refused answer can be tried again
+
+
+def test_recent_chat_is_bounded(tone_server):
+    from server.signals import RECENT_CHAT
+
+    signals = tone_server.app["signals"]
+    assert signals.recent_chat.maxlen == RECENT_CHAT == 50

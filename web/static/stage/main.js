@@ -1,0 +1,149 @@
+// The stage page: wires the link, the heard-audio clock, the viseme timeline and the avatar,
+// and exposes `window.allnighter` (API.md's browser hook).
+
+import { Avatar } from "./avatar.js";
+import { FlatAvatar } from "./flatavatar.js";
+import { ChatColumn } from "./chat.js";
+import { Hearing, HeardClock, OnsetCalibration } from "./hearing.js";
+import { Link } from "./link.js";
+import { CaptionTrack, VisemeTrack } from "./lipsync.js";
+import { FrameStats } from "./framestats.js";
+import { TimeSync } from "./timesync.js";
+
+const STATS_PERIOD_MS = 5000;
+// `?calibration=off` keeps measuring but never corrects: the benchmark's uncalibrated baseline
+const CALIBRATE = new URLSearchParams(location.search).get("calibration") !== "off";
+const $ = (id) => document.getElementById(id);
+
+const canvas = $("avatar");
+const { avatar, renderer } = makeAvatar(canvas);
+const visemes = new VisemeTrack();
+const captions = new CaptionTrack();
+const calibration = new OnsetCalibration();
+const frames = new FrameStats();
+const hearing = new Hearing($("stage-audio"));
+let clock = null;
+let calibrationMs = 0; // a property of this browser's audio path: kept across reconnects
+let heard = { sample: null, viseme: "sil", mouth: 0 };
+
+const link = new Link({
+  onEvent(name, data) {
+    if (!data || typeof data !== "object") return;
+    if (name === "visemes") visemes.add(data);
+    else if (name === "utterance") captions.add(data);
+    else if (name === "interrupt") {
+      visemes.cut(data.at_sample, data.role ?? null);
+      captions.cut(data.at_sample, data.role ?? null);
+    } else if (name === "chat") chat.show(data);
+  },
+  onTrack(stream, receiver, info) {
+    hearing.attach(stream);
+    clock = new HeardClock(receiver, info?.rtp_base ?? 0);
+    clock.calibrationMs = calibrationMs;
+    showSoundGate();
+    timesync.run(() => link.connected);
+  },
+  onState(state, detail) {
+    const el = $("link-state");
+    el.dataset.state = state;
+    el.textContent = state === "live" ? "live" : state === "connecting" ? "connecting…" : "reconnecting…";
+    el.title = detail;
+    $("live-badge").hidden = state !== "live";
+  },
+  onReset() {
+    // a new session may face a restarted server: its sample clock starts afresh
+    visemes.clear();
+    captions.clear();
+    hearing.detach();
+    timesync.reset();
+    clock = null;
+  },
+});
+const timesync = new TimeSync((event, data) => link.call(event, data));
+const chat = new ChatColumn(
+  { log: $("chat-log"), form: $("chat-form"), input: $("chat-text"), error: $("chat-error") },
+  (text) => link.call("chat", { text }),
+);
+
+function makeAvatar(el) {
+  try {
+    return { avatar: new Avatar(el), renderer: "webgl" };
+  } catch (err) {
+    console.warn("WebGL unavailable, drawing the avatar in 2D:", err);
+    return { avatar: new FlatAvatar(el), renderer: "canvas2d" };
+  }
+}
+
+// Browsers may hold audio until the viewer's first click: say so, and start on that click.
+function showSoundGate() {
+  $("sound-gate").hidden = hearing.running || clock === null;
+}
+hearing.onchange = showSoundGate;
+$("sound-gate").addEventListener("click", () => hearing.resume().then(showSoundGate));
+
+function frame(now) {
+  const dt = frames.tick(now);
+  let sample = null;
+  if (clock) {
+    clock.poll();
+    if (hearing.running) {
+      calibration.step(hearing.read(), now, clock, visemes);
+      const suggested = calibration.suggestedMs();
+      if (CALIBRATE && suggested !== null) clock.calibrationMs = calibrationMs = suggested;
+    }
+    sample = clock.sampleAt(now);
+  }
+  avatar.setVisemes(sample === null ? {} : visemes.weightsAt(sample));
+  avatar.update(dt / 1000, now / 1000);
+  avatar.render();
+  heard = {
+    sample,
+    viseme: sample === null ? "sil" : visemes.visemeAt(sample),
+    mouth: avatar.mouthOpen,
+  };
+  if (sample !== null) {
+    visemes.prune(sample);
+    showCaption(captions.at(sample));
+  }
+  requestAnimationFrame(frame);
+}
+
+let captionShown = null;
+function showCaption(phrase) {
+  if (phrase === captionShown) return;
+  captionShown = phrase;
+  const el = $("caption");
+  el.textContent = phrase ? phrase.text : "";
+  el.classList.toggle("on", Boolean(phrase));
+}
+
+function state() {
+  const now = performance.now();
+  return {
+    connected: link.connected,
+    audio_playing: Boolean(clock && hearing.running && clock.live(now)),
+    current_sample: heard.sample,
+    viseme: heard.viseme,
+    mouth_open: heard.mouth,
+    renderer,
+    fps: frames.fps(),
+  };
+}
+
+function stats() {
+  const all = {
+    lipsync_offset_ms: calibration.offsetMs(),
+    lipsync_calibration_ms: clock ? clock.calibrationMs : calibrationMs,
+    fps: frames.fps(),
+    dropped_frames: frames.dropped,
+    clock_offset_ms: timesync.offsetMs,
+    clock_uncertainty_ms: timesync.uncertaintyMs,
+  };
+  return Object.fromEntries(Object.entries(all).filter(([, v]) => Number.isFinite(v)));
+}
+
+window.allnighter = { state, stats };
+window.addEventListener("resize", () => avatar.resize());
+setInterval(() => link.send("client_stats", stats()), STATS_PERIOD_MS);
+link.start();
+requestAnimationFrame(frame);

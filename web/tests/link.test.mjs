@@ -1,0 +1,49 @@
+// Reconnect timing and the browser time protocol's arithmetic.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { backoffDelay } from "../static/stage/link.js";
+import { TimeSync, exchange } from "../static/stage/timesync.js";
+import { FrameStats } from "../static/stage/framestats.js";
+
+test("backoff is full jitter under an exponential, capped ceiling", () => {
+  const opts = { baseMs: 500, capMs: 15000 };
+  assert.equal(backoffDelay(0, opts, () => 0.999999) < 500, true);
+  assert.equal(backoffDelay(3, opts, () => 0.5), 2000);
+  assert.equal(backoffDelay(20, opts, () => 0.5), 7500); // capped at 15 s
+  assert.equal(backoffDelay(5, opts, () => 0), 0); // full jitter reaches zero
+});
+
+test("four-timestamp exchange: offset and delay", () => {
+  // client 100 ms behind the server, 10 ms each way, 2 ms in the server
+  const { offset, delay } = exchange(1000, 1110, 1112, 1022);
+  assert.equal(offset, 100);
+  assert.equal(delay, 20);
+});
+
+test("the exchange with the least delay wins; its half-delay is the uncertainty", async () => {
+  const script = [
+    [0, 130, 131, 60], // slow: 59 ms delay
+    [100, 205, 206, 112], // fast: 11 ms delay
+  ];
+  let i = 0;
+  const now = () => script[Math.floor(i++ / 2)][i % 2 === 1 ? 0 : 3];
+  const sync = new TimeSync(async (_e, { t0 }) => {
+    const [, t1, t2] = script[Math.floor((i - 1) / 2)];
+    return { t0, t1, t2 };
+  }, now);
+  await sync.probe();
+  await sync.probe();
+  assert.equal(sync.uncertaintyMs, 5.5);
+  assert.equal(sync.offsetMs, 99.5);
+});
+
+test("frame stats count fps over a second and the frames a stall dropped", () => {
+  const f = new FrameStats();
+  let t = 0;
+  for (let i = 0; i < 60; i++) f.tick((t += 1000 / 60));
+  assert.equal(f.dropped, 0);
+  f.tick((t += 100)); // a 100 ms stall: 5 frames never drawn
+  assert.equal(f.dropped, 5);
+  assert.ok(f.fps() >= 55 && f.fps() <= 61);
+});
