@@ -48,6 +48,10 @@ def _wait_loud(page, since: float, timeout: float = 15.0) -> float:
 
 def test_page_hears_speech_and_the_mouth_moves_with_it(browser, show, host: Host):
     page = open_stage(browser, show.url)
+    # Chromium's jitter buffer settles over a stream's first seconds and the page calibrates on
+    # the first onsets it hears: a viewer's first line is not the one judged here.
+    until_final(host, host.say("Oh, hello."))
+    page.wait_for_timeout(1000)  # its last audio reaches the page
     probe(page)
     t0 = now_ms(page)
     page.wait_for_timeout(1500)  # quiet before the line
@@ -110,7 +114,7 @@ def test_interrupt_from_the_panel_silences_the_page_and_closes_the_mouth(browser
     page.wait_for_timeout(1200)
     recs = records(page, t0)
     quiet_at = silent_after(recs, cut)
-    assert quiet_at is not None and quiet_at - cut <= 200, f"still heard {quiet_at - cut:.0f} ms on"
+    assert quiet_at - cut <= 200, f"still heard {quiet_at - cut:.0f} ms after the click"
     closed = [r for r in recs if r["t"] > quiet_at + 150]
     assert closed and max(r["mouth"] for r in closed) < 0.05, "the mouth kept moving"
     assert until_final(host, uid)["state"] == "interrupted"

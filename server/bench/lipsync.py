@@ -16,7 +16,6 @@ still closed, and an initial k, t or p is silent while they already form it, so 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import time
 
 from .browser import launch, now_ms, open_stage, probe, records
@@ -55,10 +54,10 @@ def lines(n: int) -> list[str]:
 
 
 def _speak(srv: LiveServer, text: str) -> None:
-    status, body = asyncio.run(say(srv, text))
+    status, body = srv.call(say(srv, text))
     if status != 202:
         raise RuntimeError(f"say refused: {body}")
-    asyncio.run(until_final(srv, body["utterance_id"]))
+    srv.call(until_final(srv, body["utterance_id"]), timeout=90)
     time.sleep(0.8)  # the line's audio plays out, then a pause before the next
 
 
@@ -89,7 +88,7 @@ def measure_frames(browser, srv: LiveServer, count: int, seconds: float) -> dict
     talk = lines(12)
     i = 0
     while time.monotonic() < deadline:
-        asyncio.run(say(srv, talk[i % len(talk)]))
+        srv.call(say(srv, talk[i % len(talk)]))
         i += 1
         time.sleep(min(3.0, max(0.0, deadline - time.monotonic())))
     fps, dropped = [], []

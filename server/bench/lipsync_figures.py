@@ -1,10 +1,10 @@
 """Lip-sync figures from a probe's per-frame records (see probe.js): onsets and offsets.
 
 A record is {"t": epoch ms, "rms": heard energy of the last 5 ms, "loudAt": when the first sample
-above the onset amplitude in the probe's 43 ms buffer was heard (or null), "mouth": mouth_open
-as drawn}. The audio onset is that first loud sample after a quiet stretch (timed within the
-frame, not at the frame); the mouth onset is the first frame drawn with the mouth open past a
-threshold near it. Offset = mouth − audio (positive: the mouth is late).
+above the onset amplitude in the probe's 43 ms buffer was heard (or null), "soundUntil": when its
+last sample above silence was heard (or null), "mouth": mouth_open as drawn}. The audio onset
+is that first loud sample after a quiet stretch (timed within the frame, not at the frame); the
+mouth onset is the first frame drawn with the mouth open past a threshold near it. Offset = mouth − audio (positive: the mouth is late).
 
 Only onsets after `QUIET_MS` of quiet count (starts of lines and sentences): inside a phrase a
 stop consonant's closure is silent while the lips already form it, which is no sync error.
@@ -61,13 +61,8 @@ def onset_offsets(records: Sequence[dict]) -> list[float]:
     return out
 
 
-def silent_after(records: Sequence[dict], t: float) -> float | None:
-    """The first time after `t` from which the heard audio stays quiet to the end."""
-    last_loud = None
-    for r in records:
-        if r["t"] >= t and r["rms"] >= QUIET:
-            last_loud = r["t"]
-    if last_loud is None:
-        return t
-    later = [r["t"] for r in records if r["t"] > last_loud]
-    return later[0] if later else None
+def silent_after(records: Sequence[dict], t: float) -> float:
+    """When the heard audio last had sound (timed within the probe's buffer), if after `t`;
+    else `t`: the moment from which the page hears silence."""
+    until = [r["soundUntil"] for r in records if r.get("soundUntil") is not None]
+    return max([t, *until])

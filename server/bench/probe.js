@@ -5,6 +5,7 @@
 (() => {
   if (window.__probe) return;
   const LOUD = 0.02; // the amplitude an onset crosses (decoded silence stays below 1e-3)
+  const QUIET = 0.005; // below this a sample counts as silence
   const audio = document.getElementById("stage-audio");
   const ctx = new AudioContext({ sinkId: { type: "none" } });
   const analyser = ctx.createAnalyser();
@@ -24,6 +25,7 @@
     const t = now();
     let rms = 0;
     let loudAt = null; // when the first sample above LOUD in the buffer was heard
+    let soundUntil = null; // when the last sample above QUIET in the buffer was heard
     if (source) {
       analyser.getFloatTimeDomainData(buf);
       let sum = 0;
@@ -31,9 +33,12 @@
       rms = Math.sqrt(sum / 256);
       const first = buf.findIndex((x) => Math.abs(x) > LOUD);
       if (first >= 0) loudAt = t - ((buf.length - first) * 1000) / ctx.sampleRate;
+      let last = buf.length - 1;
+      while (last >= 0 && Math.abs(buf[last]) <= QUIET) last--;
+      if (last >= 0) soundUntil = t - ((buf.length - 1 - last) * 1000) / ctx.sampleRate;
     }
     const s = window.allnighter ? window.allnighter.state() : {};
-    records.push({ t, rms, loudAt, mouth: s.mouth_open ?? 0, sample: s.current_sample ?? null });
+    records.push({ t, rms, loudAt, soundUntil, mouth: s.mouth_open ?? 0, sample: s.current_sample ?? null });
     if (records.length > 60000) records.splice(0, 10000);
     requestAnimationFrame(frame);
   }

@@ -122,12 +122,14 @@ def test_interrupt_stops_the_audio_at_the_interrupt_point(show):
         tail = v.audio(u2["end_sample"] + 960, u2["end_sample"] + 4800)
         second = v.audio(u2["start_sample"], u2["end_sample"])
         await v.close()
-        return u, before, gap, tail, second
+        return u, at, u2, before, gap, tail, second
 
-    u, before, gap, tail, second = asyncio.run(run())
+    u, at, u2, before, gap, tail, second = asyncio.run(run())
     assert u["state"] == "interrupted"
     assert np.abs(before.astype(int)).max() > 3000, "was speaking before the interrupt"
-    assert np.abs(gap.astype(int)).max() < 300, "audio after the interrupt point"
+    assert u2["start_sample"] >= at, "the next line overlapped the interrupted one"
+    # (on a starved machine the next line can start within 20 ms of the cut: no gap to check)
+    assert gap.size == 0 or np.abs(gap.astype(int)).max() < 300, "audio after the interrupt point"
     assert np.abs(tail.astype(int)).max() < 300, "a stale tail after the next line"
     assert np.sqrt(np.mean(second.astype(float) ** 2)) > 300, "the next line was not heard"
 

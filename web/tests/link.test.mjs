@@ -4,7 +4,7 @@ import { test } from "node:test";
 
 import { backoffDelay } from "../static/stage/link.js";
 import { TimeSync, exchange } from "../static/stage/timesync.js";
-import { FrameStats } from "../static/stage/framestats.js";
+import { FrameStats, RenderBudget } from "../static/stage/framestats.js";
 
 test("backoff is full jitter under an exponential, capped ceiling", () => {
   const opts = { baseMs: 500, capMs: 15000 };
@@ -46,4 +46,16 @@ test("frame stats count fps over a second and the frames a stall dropped", () =>
   f.tick((t += 100)); // a 100 ms stall: 5 frames never drawn
   assert.equal(f.dropped, 5);
   assert.ok(f.fps() >= 55 && f.fps() <= 61);
+});
+
+test("the render budget steps the resolution down when late and back up when steady", () => {
+  const b = new RenderBudget({ low: 45, high: 56, min: 0.4, step: 0.2, patience: 3 });
+  assert.equal(b.check(30), 0.8);
+  assert.equal(b.check(30), 0.6000000000000001);
+  assert.equal(b.check(50), null); // between the marks: hold
+  assert.equal(b.check(60), null);
+  assert.equal(b.check(60), null);
+  assert.equal(b.check(60), 0.8);
+  for (let i = 0; i < 10; i++) b.check(10);
+  assert.equal(b.scale, 0.4); // never below the floor
 });

@@ -356,9 +356,15 @@ export class Avatar {
 
   get mouthOpen() { return this._mouthOpen; }
 
+  /** Render at this fraction of the display's resolution (the page lowers it when frames run late). */
+  setResolutionScale(scale) {
+    this.scale = Math.max(0.25, Math.min(1, scale));
+    this.resize();
+  }
+
   resize() {
     const c = this.canvas, w = Math.max(1, c.clientWidth || c.width), h = Math.max(1, c.clientHeight || c.height);
-    this.renderer.setPixelRatio(Math.min(2, globalThis.devicePixelRatio || 1));
+    this.renderer.setPixelRatio(Math.min(2, globalThis.devicePixelRatio || 1) * (this.scale ?? 1));
     this.renderer.setSize(w, h, false);
     const cam = this.camera, dist = 7, aspect = w / h;
     // Keep head and shoulders in frame: 3 units tall, at least 2.8 wide (narrow canvases).

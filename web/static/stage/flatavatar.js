@@ -71,5 +71,7 @@ export class FlatAvatar {
     this.canvas.height = Math.max(1, Math.round(this.canvas.clientHeight * dpr));
   }
 
+  setResolutionScale() {} // 2D drawing is cheap at any size
+
   dispose() {}
 }

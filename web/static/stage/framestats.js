@@ -27,3 +27,32 @@ export class FrameStats {
     return this.times.length;
   }
 }
+
+/**
+ * Dynamic resolution: software GL and small machines cannot always draw full-size frames in
+ * time, and a late frame is a late mouth. Below `low` fps the render scale steps down; after a
+ * steady stretch above `high` it steps back up. Checked once a second.
+ */
+export class RenderBudget {
+  constructor({ low = 45, high = 56, min = 0.4, step = 0.15, patience = 5 } = {}) {
+    Object.assign(this, { low, high, min, step, patience });
+    this.scale = 1;
+    this.good = 0;
+  }
+
+  /** Called once a second with that second's fps; returns the new scale, or null if unchanged. */
+  check(fps) {
+    if (fps < this.low && this.scale > this.min) {
+      this.good = 0;
+      this.scale = Math.max(this.min, this.scale - this.step);
+      return this.scale;
+    }
+    this.good = fps >= this.high ? this.good + 1 : 0;
+    if (this.good >= this.patience && this.scale < 1) {
+      this.good = 0;
+      this.scale = Math.min(1, this.scale + this.step);
+      return this.scale;
+    }
+    return null;
+  }
+}

@@ -7,7 +7,7 @@ import { ChatColumn } from "./chat.js";
 import { Hearing, HeardClock, OnsetCalibration } from "./hearing.js";
 import { Link } from "./link.js";
 import { CaptionTrack, VisemeTrack } from "./lipsync.js";
-import { FrameStats } from "./framestats.js";
+import { FrameStats, RenderBudget } from "./framestats.js";
 import { TimeSync } from "./timesync.js";
 
 const STATS_PERIOD_MS = 5000;
@@ -127,6 +127,7 @@ function state() {
     mouth_open: heard.mouth,
     renderer,
     fps: frames.fps(),
+    render_scale: budget.scale,
   };
 }
 
@@ -145,5 +146,10 @@ function stats() {
 window.allnighter = { state, stats };
 window.addEventListener("resize", () => avatar.resize());
 setInterval(() => link.send("client_stats", stats()), STATS_PERIOD_MS);
+const budget = new RenderBudget();
+setInterval(() => {
+  const scale = budget.check(frames.fps());
+  if (scale !== null) avatar.setResolutionScale(scale);
+}, 1000);
 link.start();
 requestAnimationFrame(frame);
