@@ -4,7 +4,8 @@ A record is {"t": epoch ms, "rms": heard energy of the last 5 ms, "loudAt": when
 above the onset amplitude in the probe's 43 ms buffer was heard (or null), "soundUntil": when its
 last sample above silence was heard (or null), "mouth": mouth_open as drawn}. The audio onset
 is that first loud sample after a quiet stretch (timed within the frame, not at the frame); the
-mouth onset is the first frame drawn with the mouth open past a threshold near it. Offset = mouth − audio (positive: the mouth is late).
+mouth onset is the first frame drawn with the mouth open past a threshold near it.
+Offset = mouth − audio (positive: the mouth is late).
 
 Only onsets after `QUIET_MS` of quiet count (starts of lines and sentences): inside a phrase a
 stop consonant's closure is silent while the lips already form it, which is no sync error.
