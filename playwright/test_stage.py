@@ -197,3 +197,21 @@ def test_sound_waits_for_the_viewers_click_where_the_browser_asks_for_one(browse
         gate.click()
         page.wait_for_function("() => window.allnighter.state().audio_playing", timeout=10_000)
         assert gate.is_hidden()
+
+
+def test_page_clock_offset_is_within_its_own_uncertainty(browser, show):
+    page = open_stage(browser, show.url)
+    page.wait_for_function("() => window.allnighter.stats().clock_uncertainty_ms !== undefined")
+    page.wait_for_timeout(500)  # the connect burst of exchanges is over
+    stats = page.evaluate("() => window.allnighter.stats()")
+    # the truth: the server's fused clock against this machine's clock, which the page also
+    # reads (performance.timeOrigin + now is the system's wall clock)
+    truth = show.call(_fused_minus_system(show))
+    error = abs(stats["clock_offset_ms"] - truth)
+    assert error <= stats["clock_uncertainty_ms"] + 0.5, (stats, truth)
+    assert stats["clock_uncertainty_ms"] < 50, stats
+    page.close()
+
+
+async def _fused_minus_system(srv) -> float:
+    return srv.app["time"].now_ms() - time.time() * 1000

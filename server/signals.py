@@ -29,6 +29,7 @@ STAT_FIELDS = {
     "clock_offset_ms",
     "clock_uncertainty_ms",
     "lipsync_calibration_ms",
+    "render_scale",
 }
 RECENT_CHAT = 50  # viewer chat messages kept for the host panel
 

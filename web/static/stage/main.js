@@ -25,6 +25,7 @@ const hearing = new Hearing($("stage-audio"));
 let clock = null;
 let calibrationMs = 0; // a property of this browser's audio path: kept across reconnects
 let heard = { sample: null, viseme: "sil", mouth: 0 };
+let timesyncSession = 0;
 
 const link = new Link({
   onEvent(name, data) {
@@ -41,7 +42,6 @@ const link = new Link({
     clock = new HeardClock(receiver, info?.rtp_base ?? 0);
     clock.calibrationMs = calibrationMs;
     showSoundGate();
-    timesync.run(() => link.connected);
   },
   onState(state, detail) {
     const el = $("link-state");
@@ -49,6 +49,10 @@ const link = new Link({
     el.textContent = state === "live" ? "live" : state === "connecting" ? "connecting…" : "reconnecting…";
     el.title = detail;
     $("live-badge").hidden = state !== "live";
+    if (state === "live") {
+      const session = ++timesyncSession; // one exchange loop per session
+      timesync.run(() => link.connected && session === timesyncSession);
+    }
   },
   onReset() {
     // a new session may face a restarted server: its sample clock starts afresh
@@ -127,7 +131,6 @@ function state() {
     mouth_open: heard.mouth,
     renderer,
     fps: frames.fps(),
-    render_scale: budget.scale,
   };
 }
 
@@ -139,6 +142,7 @@ function stats() {
     dropped_frames: frames.dropped,
     clock_offset_ms: timesync.offsetMs,
     clock_uncertainty_ms: timesync.uncertaintyMs,
+    render_scale: budget.scale,
   };
   return Object.fromEntries(Object.entries(all).filter(([, v]) => Number.isFinite(v)));
 }
