@@ -1,16 +1,18 @@
 """`allnighter bench lipsync`: mouth against sound in real Chromium, and frame rates.
 
-A real server (real models, ASR checker off) and Debian's Chromium. Two stage pages listen
-to the same lines: the page as shipped, and the same page with its onset calibration off
-(`?calibration=off`: the bare RTP-to-sample mapping, the baseline of this run). An independent
+A real server (real models, ASR checker off) and Debian's Chromium. Two stage pages listen to
+the same lines, one after the other (one page open at a time, as on a viewer's machine): the
+page as shipped, and the same page with its onset calibration off (`?calibration=off`: the bare
+RTP-to-sample mapping, the baseline of this run). An independent
 probe in each page (its own WebAudio analyser, server/bench/probe.js) records every animation
 frame; the offset is the drawn mouth's opening minus the heard audio's onset (positive: the mouth
 is late). Then N pages are opened together while the show speaks, and each page's own frame
 figures (fps, dropped frames) are read.
 
-The lines begin with an open sound: a line that starts with m, b or p sounds while the lips are
-still closed, and an initial k, t or p is silent while they already form it, so the "mouth opens
-/ sound starts" moment is only well defined for open starts (the rest are skipped, not counted).
+The lines begin with an open, voiced sound: a line that starts with m, b or p sounds while the
+lips are still closed; an initial k, t or p is silent, and an initial h nearly so, while the lips
+already form the next sound. The "mouth opens / sound starts" moment is only well defined for
+open voiced starts, so the lines are chosen that way (no line is measured and then dropped).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ OPENINGS = [
     "I think",
     "Only the owls know",
     "Out here",
-    "Honestly,",
+    "Any time now,",
     "Yes,",
     "Always remember,",
 ]
@@ -61,21 +63,22 @@ def _speak(srv: LiveServer, text: str) -> None:
     time.sleep(0.8)  # the line's audio plays out, then a pause before the next
 
 
+VARIANTS = {"calibrated (as shipped)": "/", "uncalibrated (baseline)": "/?calibration=off"}
+
+
 def measure_offsets(browser, srv: LiveServer, n: int) -> dict[str, list[float]]:
-    pages = {
-        "calibrated (as shipped)": open_stage(browser, srv.url + "/"),
-        "uncalibrated (baseline)": open_stage(browser, srv.url + "/?calibration=off"),
-    }
-    for page in pages.values():
+    """Each variant alone (one page open, as one viewer's machine has), one after the other."""
+    out = {}
+    for name, path in VARIANTS.items():
+        page = open_stage(browser, srv.url + path)
         probe(page)
-    for text in lines(WARM_UP):
-        _speak(srv, text)
-    since = {name: now_ms(page) for name, page in pages.items()}
-    for i, text in enumerate(lines(n)):
-        _speak(srv, text)
-        print(f"  line {i + 1}/{n}", flush=True)
-    out = {name: onset_offsets(records(page, since[name])) for name, page in pages.items()}
-    for page in pages.values():
+        for text in lines(WARM_UP):
+            _speak(srv, text)
+        since = now_ms(page)
+        for i, text in enumerate(lines(n)):
+            _speak(srv, text)
+            print(f"  {name}: line {i + 1}/{n}", flush=True)
+        out[name] = onset_offsets(records(page, since))
         page.close()
     return out
 
@@ -114,7 +117,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         with sync_playwright() as p:
             browser = launch(p)
-            print(f"lip-sync over {args.utterances} lines (two pages)…", flush=True)
+            print(f"lip-sync over {args.utterances} lines, each page in turn…", flush=True)
             offsets = measure_offsets(browser, srv, args.utterances)
             frames = {}
             for count in (int(c) for c in args.pages.split(",")):

@@ -59,3 +59,10 @@ test("the render budget steps the resolution down when late and back up when ste
   for (let i = 0; i < 10; i++) b.check(10);
   assert.equal(b.scale, 0.4); // never below the floor
 });
+
+test("the frame interval is the median gap of the last second", () => {
+  const f = new FrameStats();
+  let t = 0;
+  for (let i = 0; i < 30; i++) f.tick((t += i % 10 === 0 ? 100 : 40));
+  assert.equal(f.interval(), 40);
+});

@@ -26,6 +26,16 @@ export class FrameStats {
   fps() {
     return this.times.length;
   }
+
+  /** The typical time between frames now (ms): the median interval of the last second. */
+  interval() {
+    const t = this.times;
+    if (t.length < 3) return this.period;
+    const gaps = [];
+    for (let i = 1; i < t.length; i++) gaps.push(t[i] - t[i - 1]);
+    gaps.sort((a, b) => a - b);
+    return gaps[gaps.length >> 1];
+  }
 }
 
 /**

@@ -120,15 +120,21 @@ export class OnsetCalibration {
   }
 }
 
-/** The page's audio: a muted <audio> element keeps the WebRTC stream flowing into WebAudio. */
+/**
+ * The page's audio: a muted <audio> element keeps the WebRTC stream flowing into WebAudio; one
+ * context plays it, a second one with no output device measures it. The meter sees the stream
+ * as it enters WebAudio, free of the output device's buffering, which differs by machine and
+ * is not what the viewer's ears and eyes share.
+ */
 export class Hearing {
   constructor(audioElement) {
     this.audio = audioElement;
     this.ctx = new AudioContext({ latencyHint: "interactive" });
-    this.analyser = this.ctx.createAnalyser();
+    this.meter = meterContext() ?? this.ctx;
+    this.analyser = this.meter.createAnalyser();
     this.analyser.fftSize = 1024; // ~21 ms at 48 kHz: an onset is timed within that window
     this.buffer = new Float32Array(this.analyser.fftSize);
-    this.source = null;
+    this.sources = [];
     this.onchange = null; // called when the browser starts or stops letting audio play
     this.ctx.onstatechange = () => this.onchange?.();
   }
@@ -138,15 +144,17 @@ export class Hearing {
     this.audio.srcObject = stream;
     this.audio.muted = true; // heard through WebAudio, not twice
     this.audio.play().catch(() => {});
-    this.source = this.ctx.createMediaStreamSource(stream);
-    this.source.connect(this.analyser);
-    this.source.connect(this.ctx.destination);
-    if (!this.running) this.ctx.resume().catch(() => {}); // allowed where autoplay is
+    const played = this.ctx.createMediaStreamSource(stream);
+    played.connect(this.ctx.destination);
+    const measured = this.meter === this.ctx ? played : this.meter.createMediaStreamSource(stream);
+    measured.connect(this.analyser);
+    this.sources = [played, measured];
+    if (!this.running) this.resume().catch(() => {}); // allowed where autoplay is
   }
 
   detach() {
-    if (this.source) this.source.disconnect();
-    this.source = null;
+    for (const s of this.sources) s.disconnect();
+    this.sources = [];
   }
 
   /** Whether the browser lets audio play (it may wait for the viewer's first click). */
@@ -156,13 +164,22 @@ export class Hearing {
 
   resume() {
     this.audio.play().catch(() => {});
-    return this.ctx.resume();
+    return Promise.all([this.ctx.resume(), this.meter.resume()]);
   }
 
-  /** The latest heard samples (reused buffer) and their RMS. */
+  /** The latest heard samples (a reused buffer), or null while the meter is not running. */
   read() {
+    if (this.meter.state !== "running") return null;
     this.analyser.getFloatTimeDomainData(this.buffer);
     return this.buffer;
+  }
+}
+
+function meterContext() {
+  try {
+    return new AudioContext({ sinkId: { type: "none" } });
+  } catch {
+    return null; // browsers without silent sinks measure on the playing context
   }
 }
 

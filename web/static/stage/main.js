@@ -90,12 +90,15 @@ function frame(now) {
   let sample = null;
   if (clock) {
     clock.poll();
-    if (hearing.running) {
-      calibration.step(hearing.read(), now, clock, visemes);
+    const samples = hearing.read();
+    if (samples) {
+      calibration.step(samples, now, clock, visemes);
       const suggested = calibration.suggestedMs();
       if (CALIBRATE && suggested !== null) clock.calibrationMs = calibrationMs = suggested;
     }
-    sample = clock.sampleAt(now);
+    // A frame is seen for one frame interval after it is drawn: draw the mouth for the middle
+    // of that interval, not its start (at 25 fps that is 20 ms).
+    sample = clock.sampleAt(now + Math.min(frames.interval(), 100) / 2);
   }
   avatar.setVisemes(sample === null ? {} : visemes.weightsAt(sample));
   avatar.update(dt / 1000, now / 1000);
