@@ -62,8 +62,9 @@ def onset_offsets(records: Sequence[dict]) -> list[float]:
     return out
 
 
-def silent_after(records: Sequence[dict], t: float) -> float:
-    """When the heard audio last had sound (timed within the probe's buffer), if after `t`;
-    else `t`: the moment from which the page hears silence."""
-    until = [r["soundUntil"] for r in records if r.get("soundUntil") is not None]
+def silent_after(records: Sequence[dict], t: float, key: str = "soundUntil") -> float:
+    """When the audio last had sound (timed within the probe's buffer), if after `t`; else `t`:
+    the moment from which the page hears silence. `key`: "soundUntil" for the stream the page
+    receives, "playedUntil" for what it plays."""
+    until = [r[key] for r in records if r.get(key) is not None]
     return max([t, *until])

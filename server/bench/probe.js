@@ -14,6 +14,11 @@
   const records = [];
   let stream = null;
   let source = null;
+  // what the page plays (after its own interrupt ducking), when the page offers it
+  const outAnalyser = ctx.createAnalyser();
+  outAnalyser.fftSize = 2048;
+  const outBuf = new Float32Array(outAnalyser.fftSize);
+  let outSource = null;
   const now = () => performance.timeOrigin + performance.now();
   function frame() {
     if (audio.srcObject !== stream) {
@@ -37,8 +42,19 @@
       while (last >= 0 && Math.abs(buf[last]) <= QUIET) last--;
       if (last >= 0) soundUntil = t - ((buf.length - 1 - last) * 1000) / ctx.sampleRate;
     }
+    let playedUntil = null; // when the last sample above QUIET of the page's output was heard
+    if (!outSource && window.allnighter && window.allnighter.output) {
+      outSource = ctx.createMediaStreamSource(window.allnighter.output());
+      outSource.connect(outAnalyser);
+    }
+    if (outSource) {
+      outAnalyser.getFloatTimeDomainData(outBuf);
+      let last = outBuf.length - 1;
+      while (last >= 0 && Math.abs(outBuf[last]) <= QUIET) last--;
+      if (last >= 0) playedUntil = t - ((outBuf.length - 1 - last) * 1000) / ctx.sampleRate;
+    }
     const s = window.allnighter ? window.allnighter.state() : {};
-    records.push({ t, rms, loudAt, soundUntil, mouth: s.mouth_open ?? 0, sample: s.current_sample ?? null });
+    records.push({ t, rms, loudAt, soundUntil, playedUntil, mouth: s.mouth_open ?? 0, sample: s.current_sample ?? null });
     if (records.length > 60000) records.splice(0, 10000);
     requestAnimationFrame(frame);
   }

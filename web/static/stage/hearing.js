@@ -135,6 +135,10 @@ export class Hearing {
     this.analyser.fftSize = 1024; // ~21 ms at 48 kHz: an onset is timed within that window
     this.buffer = new Float32Array(this.analyser.fftSize);
     this.sources = [];
+    this.gain = this.ctx.createGain(); // what the viewer hears passes here: ducked on interrupt
+    this.gain.connect(this.ctx.destination);
+    this.tap = this.ctx.createMediaStreamDestination(); // the same signal, for meters and tests
+    this.gain.connect(this.tap);
     this.onchange = null; // called when the browser starts or stops letting audio play
     this.ctx.onstatechange = () => this.onchange?.();
   }
@@ -145,7 +149,7 @@ export class Hearing {
     this.audio.muted = true; // heard through WebAudio, not twice
     this.audio.play().catch(() => {});
     const played = this.ctx.createMediaStreamSource(stream);
-    played.connect(this.ctx.destination);
+    played.connect(this.gain);
     const measured = this.meter === this.ctx ? played : this.meter.createMediaStreamSource(stream);
     measured.connect(this.analyser);
     this.sources = [played, measured];
@@ -155,6 +159,19 @@ export class Hearing {
   detach() {
     for (const s of this.sources) s.disconnect();
     this.sources = [];
+  }
+
+  /**
+   * Silence what is already buffered (WebRTC's jitter buffer holds 40–200 ms): after an
+   * interrupt the viewer should not sit through speech the host has just stopped. `open()`
+   * lets sound through again once the heard sample reaches the interrupt's.
+   */
+  duck() {
+    this.gain.gain.setTargetAtTime(0, this.ctx.currentTime, 0.003);
+  }
+
+  open() {
+    this.gain.gain.setTargetAtTime(1, this.ctx.currentTime, 0.003);
   }
 
   /** Whether the browser lets audio play (it may wait for the viewer's first click). */

@@ -26,6 +26,7 @@ let clock = null;
 let calibrationMs = 0; // a property of this browser's audio path: kept across reconnects
 let heard = { sample: null, viseme: "sil", mouth: 0 };
 let timesyncSession = 0;
+let duckedUntil = null; // after an interrupt: the sample from which sound plays again
 
 const link = new Link({
   onEvent(name, data) {
@@ -35,6 +36,7 @@ const link = new Link({
     else if (name === "interrupt") {
       visemes.cut(data.at_sample, data.role ?? null);
       captions.cut(data.at_sample, data.role ?? null);
+      duckUntil(data);
     } else if (name === "chat") chat.show(data);
   },
   onTrack(stream, receiver, info) {
@@ -55,6 +57,8 @@ const link = new Link({
     }
   },
   onReset() {
+    duckedUntil = null;
+    hearing.open();
     // a new session may face a restarted server: its sample clock starts afresh
     visemes.clear();
     captions.clear();
@@ -68,6 +72,17 @@ const chat = new ChatColumn(
   { log: $("chat-log"), form: $("chat-form"), input: $("chat-text"), error: $("chat-error") },
   (text) => link.call("chat", { text }),
 );
+
+// An interrupt of the whole show silences the audio already buffered here at once, rather than
+// when the heard sample reaches the cut; a role's interrupt leaves the others' speech alone.
+function duckUntil(data) {
+  const heardNow = clock ? clock.sampleAt(performance.now()) : null;
+  if ((data.role ?? null) !== null || heardNow === null || heardNow >= data.at_sample) return;
+  duckedUntil = data.at_sample;
+  hearing.duck();
+  visemes.cut(heardNow, null); // the mouth stops with the sound
+  captions.cut(heardNow, null);
+}
 
 function makeAvatar(el) {
   try {
@@ -99,6 +114,10 @@ function frame(now) {
     // A frame is seen for one frame interval after it is drawn: draw the mouth for the middle
     // of that interval, not its start (at 25 fps that is 20 ms).
     sample = clock.sampleAt(now + Math.min(frames.interval(), 100) / 2);
+    if (duckedUntil !== null && clock.sampleAt(now) >= duckedUntil) {
+      duckedUntil = null;
+      hearing.open();
+    }
   }
   avatar.setVisemes(sample === null ? {} : visemes.weightsAt(sample));
   avatar.update(dt / 1000, now / 1000);
@@ -150,7 +169,8 @@ function stats() {
   return Object.fromEntries(Object.entries(all).filter(([, v]) => Number.isFinite(v)));
 }
 
-window.allnighter = { state, stats };
+// `output()`: the audio the page plays, as a MediaStream (for meters and tests)
+window.allnighter = { state, stats, output: () => hearing.tap.stream };
 window.addEventListener("resize", () => avatar.resize());
 setInterval(() => link.send("client_stats", stats()), STATS_PERIOD_MS);
 const budget = new RenderBudget();
