@@ -93,7 +93,7 @@ def build_app(
 
     tc = cfg.time
     app["time"] = clock = FusedClock(max_slew_ppm=tc.max_slew_ppm)
-    sources = sources_from(tc.ntp_servers, tc.ptp_sockets)
+    sources = sources_from(tc.ntp_servers, tc.ptp_sockets, tc.phc_devices, tc.rtc_devices)
     poller = SourcePoller(clock, sources, tc.min_poll_s, tc.max_poll_s)
     signals = Signals(cfg.chat, metrics, clock)
     signals.sio.attach(app)

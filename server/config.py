@@ -81,6 +81,8 @@ class TimeConfig:
     # reaches none): the show then runs on the local oscillator and says so at /api/v1/time
     ntp_servers: list[str] = field(default_factory=list)
     ptp_sockets: list[str] = field(default_factory=list)  # ptp4l management sockets (pmc -s)
+    phc_devices: list[str] = field(default_factory=list)  # PTP hardware clocks, /dev/ptpN
+    rtc_devices: list[str] = field(default_factory=list)  # real-time clocks, /dev/rtcN
     max_slew_ppm: float = 500.0
     min_poll_s: float = 2.0
     max_poll_s: float = 64.0
@@ -142,6 +144,8 @@ def load_config(path: str | Path | None = None, env: dict[str, str] | None = Non
     cfg.host_token = env.get("ALLNIGHTER_HOST_TOKEN", "") or cfg.host_token
     cfg.time.ntp_servers = _env_list(env, "ALLNIGHTER_NTP_SERVERS") or cfg.time.ntp_servers
     cfg.time.ptp_sockets = _env_list(env, "ALLNIGHTER_PTP_SOCKETS") or cfg.time.ptp_sockets
+    cfg.time.phc_devices = _env_list(env, "ALLNIGHTER_PHC_DEVICES") or cfg.time.phc_devices
+    cfg.time.rtc_devices = _env_list(env, "ALLNIGHTER_RTC_DEVICES") or cfg.time.rtc_devices
     if not cfg.host_token:
         cfg.host_token = secrets.token_urlsafe(24)
         cfg.token_generated = True

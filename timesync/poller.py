@@ -12,8 +12,10 @@ import asyncio
 import logging
 import random
 import time
+from collections.abc import Sequence
 from typing import Any
 
+from .devices import PHCSource, RTCSource
 from .fused import FusedClock
 from .ntp import NTPSource
 from .ptp import PTPSource
@@ -66,10 +68,18 @@ class SourcePoller:
             await asyncio.sleep(self.interval * random.uniform(0.8, 1.2))
 
 
-def sources_from(ntp_servers: list[str], ptp_sockets: list[str]) -> list[Any]:
-    """Sources from settings: NTP servers as "host" or "host:port", ptp4l socket paths."""
+def sources_from(
+    ntp_servers: list[str],
+    ptp_sockets: list[str],
+    phc_devices: Sequence[str] = (),
+    rtc_devices: Sequence[str] = (),
+) -> list[Any]:
+    """Sources from settings: NTP servers as "host" or "host:port", ptp4l socket paths, PTP
+    hardware clocks and RTCs as device paths."""
     sources: list[Any] = []
     for server in ntp_servers:
         host, _, port = server.rpartition(":") if ":" in server else (server, "", "123")
         sources.append(NTPSource(host, int(port)))
-    return sources + [PTPSource(socket) for socket in ptp_sockets]
+    sources += [PTPSource(socket) for socket in ptp_sockets]
+    sources += [PHCSource(path) for path in phc_devices]
+    return sources + [RTCSource(path) for path in rtc_devices]
