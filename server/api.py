@@ -170,6 +170,3 @@ def add_routes(app: web.Application) -> None:
     app.router.add_get("/api/v1/time", fused_time)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/metrics", metrics)
-    from . import hostdesk  # it builds on this module's helpers
-
-    hostdesk.setup(app)

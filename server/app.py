@@ -13,7 +13,7 @@ import aiohttp_jinja2
 import jinja2
 from aiohttp import web
 
-from . import api, rtp
+from . import api, hostdesk, rtp
 from .broadcast import Broadcast
 from .config import Config
 from .feedback import SpeechFeedback, checker_thread
@@ -101,6 +101,7 @@ def build_app(
 
     aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(str(web_dir)), autoescape=True)
     api.add_routes(app)
+    hostdesk.setup(app)  # the host panel's own endpoints, built on the API's helpers
     app.router.add_get("/", _page("index.html"))
     app.router.add_get("/host", _page("host.html"))
     static = web_dir / "static"
