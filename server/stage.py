@@ -95,15 +95,20 @@ class Stage:
                 self._playing.pop(utt.id, None)
                 self._finish(utt, UtteranceState.INTERRUPTED)
         cur = self.current
+        stopping = None
         if cur is not None and (role is None or cur.role == role) and self._current_task:
-            self._current_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._current_task
-        self.metrics.queue_depth.set(len(self.queue))
+            stopping = self._current_task
+            stopping.cancel()  # before any await: it can schedule nothing more after `at`
+        # then the viewers, before waiting for the speaker to wind down: their pages silence
+        # what they have buffered as soon as they know
         payload: dict[str, Any] = {"at_sample": at}
         if role is not None:
             payload["role"] = role
         await self.emit("interrupt", payload)
+        if stopping is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await stopping
+        self.metrics.queue_depth.set(len(self.queue))
         return at
 
     # ---- the worker ----------------------------------------------------------------------
