@@ -9,11 +9,14 @@ setup:
 serve: setup
 	$(VENV)/bin/allnighter serve
 
+# The browser tests run in a pytest session of their own: the real-model server of tests/ is
+# gone by then, and the machine is left to Chromium and the show it watches.
 test: setup
 	bash scripts/test-packages.sh
 	$(VENV)/bin/ruff check server models timesync tests playwright
 	node --test web/tests/
-	$(VENV)/bin/pytest -v -rs --durations=15
+	$(VENV)/bin/pytest -v -rs --durations=15 tests
+	$(VENV)/bin/pytest -v -rs --durations=10 playwright
 
 bench: setup
 	$(VENV)/bin/allnighter bench latency
