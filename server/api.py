@@ -70,19 +70,29 @@ async def say(request: web.Request) -> web.Response:
     mode = body.get("mode", "verbatim")
     if mode not in MODES:
         raise ApiError(400, '"mode" must be "verbatim" or "chat"')
+    utt = submit(request, text, role_from(request, body), mode)
+    return web.json_response({"utterance_id": utt.id}, status=202)
+
+
+def role_from(request: web.Request, body: dict) -> Any:
+    """The role a body names (the first one when it names none); 400 or 404 otherwise."""
     role_name = body.get("role")
     if role_name is not None and not isinstance(role_name, str):
         raise ApiError(400, '"role" must be a string')
-    role = cfg.role(role_name)
+    role = request.app["config"].role(role_name)
     if role is None:
         raise ApiError(404, f"unknown role {role_name!r}")
+    return role
+
+
+def submit(request: web.Request, text: str, role: Any, mode: str) -> Any:
+    """Hand an utterance to the stage: 503 while loading, 429 when its queue is full."""
     stage = _stage(request)
     try:
-        utt = stage.submit(text, role, mode)
+        return stage.submit(text, role, mode)
     except QueueFull as exc:
         request.app["metrics"].rejected.labels("queue_full").inc()
         raise ApiError(429, str(exc)) from None
-    return web.json_response({"utterance_id": utt.id}, status=202)
 
 
 async def interrupt(request: web.Request) -> web.Response:

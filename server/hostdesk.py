@@ -14,8 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from .api import ApiError, read_json, require_host
-from .utterances import QueueFull
+from .api import ApiError, read_json, require_host, role_from, submit
 
 SAMPLE_RATE = 48_000
 ANSWERED_KEPT = 500  # chat ids remembered as answered (more than the chat buffer holds)
@@ -110,31 +109,18 @@ async def answer_chat(request: web.Request) -> web.Response:
     """{"id", "role"?} → 202 {"utterance_id"}: a character answers that viewer message."""
     require_host(request)
     app = request.app
-    cfg = app["config"]
     body = await read_json(request)
     chat_id = body.get("id")
     if not isinstance(chat_id, str) or not chat_id.strip():
         raise ApiError(400, '"id" must be a chat message id (a string)')
-    role_name = body.get("role")
-    if role_name is not None and not isinstance(role_name, str):
-        raise ApiError(400, '"role" must be a string')
-    role = cfg.role(role_name)
-    if role is None:
-        raise ApiError(404, f"unknown role {role_name!r}")
+    role = role_from(request, body)
     msg = next((m for m in app["signals"].recent_chat if m["id"] == chat_id), None)
     if msg is None:
         raise ApiError(404, f"no recent chat message {chat_id!r} (unknown or expired)")
     desk: HostDesk = app["hostdesk"]
     if chat_id in desk.answered:
         raise ApiError(409, f"chat message {chat_id!r} is already answered")
-    stage = app["live"].get("stage")
-    if stage is None:
-        raise ApiError(503, "models are still loading")
-    try:
-        utt = stage.submit(chat_prompt(msg), role, "chat")
-    except QueueFull as exc:
-        app["metrics"].rejected.labels("queue_full").inc()
-        raise ApiError(429, str(exc)) from None
+    utt = submit(request, chat_prompt(msg), role, "chat")
     desk.mark(chat_id, utt.id)
     return web.json_response({"utterance_id": utt.id, "chat_id": chat_id}, status=202)
 
