@@ -6,18 +6,15 @@ Missing Chromium is a failure, not a skip: `make test` installs it.
 
 from __future__ import annotations
 
-import json
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page, expect, sync_playwright
 
+from server.bench import harness
 from server.bench.browser import chromium_path, launch
-from server.bench.harness import LiveServer
+from server.bench.harness import LiveServer, request
 from server.config import load_config
 
 TOKEN = "e2e-host-token"
@@ -58,18 +55,7 @@ class Host:
         self.srv = srv
 
     def call(self, method: str, path: str, body: dict | None = None) -> tuple[int, Any]:
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(
-            self.srv.url + path,
-            data=data,
-            method=method,
-            headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"},
-        )
-        try:
-            with urllib.request.urlopen(req, timeout=30) as r:
-                return r.status, json.loads(r.read() or b"null")
-        except urllib.error.HTTPError as e:
-            return e.code, json.loads(e.read() or b"null")
+        return self.srv.call(request(self.srv, method, path, body))
 
     def say(self, text: str, mode: str = "verbatim") -> str:
         status, body = self.call("POST", "/api/v1/say", {"text": text, "mode": mode})
@@ -102,6 +88,14 @@ def sign_in(page: Page, token: str = TOKEN) -> None:
     page.click("#login")
 
 
+def open_desk(browser: Browser, url: str) -> Page:
+    """The host panel, signed in with the right token."""
+    page = open_host(browser, url)
+    sign_in(page)
+    expect(page.locator("#desk")).to_be_visible()
+    return page
+
+
 def screenshot(page: Page, name: str, **kw: Any) -> Path:
     SHOTS.mkdir(parents=True, exist_ok=True)
     path = SHOTS / f"{name}.png"
@@ -110,12 +104,5 @@ def screenshot(page: Page, name: str, **kw: Any) -> Path:
 
 
 def until_final(host: Host, utt_id: str, timeout: float = 60.0) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        status, snap = host.call("GET", "/api/v1/utterances")
-        every = snap["recent"] + snap["queue"] + ([snap["current"]] if snap["current"] else [])
-        u = next((u for u in every if u["id"] == utt_id), None)
-        if u and u["state"] in ("done", "interrupted", "failed"):
-            return u
-        time.sleep(0.1)
-    raise AssertionError(f"utterance {utt_id} did not finish")
+    """Wait until an utterance is done, interrupted or failed; returns its record."""
+    return host.srv.call(harness.until_final(host.srv, utt_id, timeout), timeout + 10)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import time
 
-from conftest import TOKEN, open_host, screenshot, sign_in
+from conftest import TOKEN, open_desk, open_host, screenshot, sign_in
 from playwright.sync_api import Browser, expect
 
 from server.bench.browser import now_ms, open_stage, probe, records
@@ -51,9 +51,7 @@ def test_host_panel_rejects_a_wrong_token_and_remembers_the_right_one_per_tab(
 
 def test_host_says_a_line_from_the_panel_and_the_stage_hears_it(browser: Browser, show: LiveServer):
     stage = open_stage(browser, show.url)
-    page = open_host(browser, show.url)
-    sign_in(page, TOKEN)
-    expect(page.locator("#desk")).to_be_visible()
+    page = open_desk(browser, show.url)
     listening = page.locator("#viewers .stat").first  # the stage tab is a listener
     expect(listening).to_contain_text("Listening (audio)")
     expect(listening.locator(".v")).to_have_text(re.compile(r"[1-9]\d*"))
@@ -92,9 +90,7 @@ def test_host_says_a_line_from_the_panel_and_the_stage_hears_it(browser: Browser
 
 def test_host_answers_a_viewer_chat_message_from_the_panel(browser: Browser, show: LiveServer):
     stage = open_stage(browser, show.url)
-    page = open_host(browser, show.url)
-    sign_in(page, TOKEN)
-    expect(page.locator("#desk")).to_be_visible()
+    page = open_desk(browser, show.url)
 
     question = "What is your favourite <b>star</b>?"
     stage.fill("#chat-text", question)

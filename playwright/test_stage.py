@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import time
 
-from conftest import Host, e2e_config, open_host, screenshot, sign_in, until_final
+from conftest import Host, e2e_config, open_desk, screenshot, until_final
 
 from server.bench.browser import CHROMIUM_ARGS, chromium_path, now_ms, open_stage, probe, records
 from server.bench.harness import LiveServer, free_port
@@ -91,9 +91,7 @@ def test_page_hears_speech_and_the_mouth_moves_with_it(browser, show, host: Host
 
 
 def test_interrupt_from_the_panel_silences_the_page_and_closes_the_mouth(browser, show, host: Host):
-    desk = open_host(browser, show.url)
-    sign_in(desk)
-    desk.locator("#desk").wait_for(state="visible")
+    desk = open_desk(browser, show.url)
     page = open_stage(browser, show.url)
     probe(page)
     t0 = now_ms(page)

@@ -75,18 +75,26 @@ class LiveServer:
 # ---- talking to a live server as a host would (tests and benches) ----
 
 
-async def say(srv: Any, text: str, **extra: Any) -> tuple[int, dict]:
+async def request(
+    srv: Any, method: str, path: str, body: Any = None, token: str | None = "good", raw: Any = None
+) -> tuple[int, Any]:
+    """One HTTP call: as the host (token "good": the server's own), with another token, or
+    with none (None); a JSON body, or `raw` bytes. Returns the status and the JSON answer."""
+    headers = srv.headers if token == "good" else {"Authorization": f"Bearer {token}"}
+    if token is None:
+        headers = {}
+    kw = {"data": raw} if raw is not None else {"json": body}
     async with aiohttp.ClientSession() as http:
-        r = await http.post(
-            f"{srv.url}/api/v1/say", json={"text": text, **extra}, headers=srv.headers
-        )
+        r = await http.request(method, srv.url + path, headers=headers, **kw)
         return r.status, await r.json()
 
 
+async def say(srv: Any, text: str, **extra: Any) -> tuple[int, dict]:
+    return await request(srv, "POST", "/api/v1/say", {"text": text, **extra})
+
+
 async def utterance(srv: Any, utt_id: str) -> dict | None:
-    async with aiohttp.ClientSession() as http:
-        r = await http.get(f"{srv.url}/api/v1/utterances", headers=srv.headers)
-        snap = await r.json()
+    snap = (await request(srv, "GET", "/api/v1/utterances"))[1]
     every = snap["recent"] + snap["queue"] + ([snap["current"]] if snap["current"] else [])
     return next((u for u in every if u["id"] == utt_id), None)
 

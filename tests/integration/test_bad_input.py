@@ -8,23 +8,10 @@ import aiohttp
 import pytest
 import socketio
 
+from server.bench.harness import request
 from tests.integration.helpers import until_final
 
 pytestmark = pytest.mark.models
-
-
-async def post(show, path: str, body=None, token: str | None = "good", raw: bytes | None = None):
-    headers = {}
-    if token == "good":
-        headers = show.headers
-    elif token:
-        headers = {"Authorization": f"Bearer {token}"}
-    async with aiohttp.ClientSession() as http:
-        if raw is not None:
-            r = await http.post(show.url + path, data=raw, headers=headers)
-        else:
-            r = await http.post(show.url + path, json=body, headers=headers)
-        return r.status, await r.json()
 
 
 @pytest.mark.parametrize(
@@ -48,15 +35,17 @@ async def post(show, path: str, body=None, token: str | None = "good", raw: byte
     ],
 )
 def test_bad_requests_are_refused_with_a_message(show, path, body, token, status, message):
-    got, answer = asyncio.run(post(show, path, body, token))
+    got, answer = asyncio.run(request(show, "POST", path, body, token))
     assert got == status, answer
     assert message.lower() in answer["error"].lower()
 
 
 def test_garbage_bodies_and_oversized_bodies_are_refused(show):
-    got, answer = asyncio.run(post(show, "/api/v1/say", raw=b"{not json"))
+    got, answer = asyncio.run(request(show, "POST", "/api/v1/say", raw=b"{not json"))
     assert got == 400 and "JSON" in answer["error"]
-    got, answer = asyncio.run(post(show, "/api/v1/say", raw=b'{"text": "' + b"a" * 70_000 + b'"}'))
+    got, answer = asyncio.run(
+        request(show, "POST", "/api/v1/say", raw=b'{"text": "' + b"a" * 70_000 + b'"}')
+    )
     assert got == 413
 
 
@@ -64,7 +53,7 @@ def test_full_queue_answers_429_and_keeps_every_accepted_utterance(show):
     async def run():
         accepted, refused = [], []
         for i in range(show.cfg.stage.queue_size + 4):
-            got, answer = await post(show, "/api/v1/say", {"text": f"Number {i}."})
+            got, answer = await request(show, "POST", "/api/v1/say", {"text": f"Number {i}."})
             (accepted if got == 202 else refused).append((got, answer))
         finals = [await until_final(show, a["utterance_id"], timeout=120) for _, a in accepted]
         return accepted, refused, finals

@@ -5,23 +5,10 @@ from __future__ import annotations
 
 import asyncio
 
-import aiohttp
 import pytest
 import socketio
 
-from server.bench.harness import say, until_final, wait_for
-
-
-async def call(srv, method: str, path: str, body=None, token: str | None = "good", raw=None):
-    headers = {}
-    if token == "good":
-        headers = srv.headers
-    elif token:
-        headers = {"Authorization": f"Bearer {token}"}
-    async with aiohttp.ClientSession() as http:
-        kw = {"data": raw} if raw is not None else {"json": body}
-        r = await http.request(method, srv.url + path, headers=headers, **kw)
-        return r.status, await r.json()
+from server.bench.harness import request, say, until_final, wait_for
 
 
 async def viewer_chat(srv, text: str) -> tuple[socketio.AsyncClient, str]:
@@ -35,7 +22,7 @@ async def viewer_chat(srv, text: str) -> tuple[socketio.AsyncClient, str]:
 @pytest.mark.parametrize("method, path", [("GET", "/api/v1/show"), ("POST", "/api/v1/chat/answer")])
 @pytest.mark.parametrize("token", [None, "wrong-token"])
 def test_host_desk_needs_the_host_token(tone_server, method, path, token):
-    status, body = asyncio.run(call(tone_server, method, path, {"id": "x"}, token=token))
+    status, body = asyncio.run(request(tone_server, method, path, {"id": "x"}, token=token))
     assert status == 401
     assert "token" in body["error"]
 
@@ -48,7 +35,7 @@ def test_show_snapshot_has_stage_viewers_chat_and_health(tone_server):
         assert status == 202
         await until_final(tone_server, sent["utterance_id"], timeout=20)
         await wait_for(lambda: tone_server.app["signals"].client_stats, timeout=5)
-        got = await call(tone_server, "GET", "/api/v1/show")
+        got = await request(tone_server, "GET", "/api/v1/show")
         await c.disconnect()
         return got, chat_id, sent["utterance_id"]
 
@@ -77,12 +64,12 @@ def test_show_snapshot_has_stage_viewers_chat_and_health(tone_server):
 def test_answering_a_viewer_message_speaks_it_in_chat_mode_once(tone_server):
     async def run():
         c, chat_id = await viewer_chat(tone_server, "what time is it where you are?")
-        first = await call(tone_server, "POST", "/api/v1/chat/answer", {"id": chat_id})
+        first = await request(tone_server, "POST", "/api/v1/chat/answer", {"id": chat_id})
         assert first[0] == 202, first
         utt_id = first[1]["utterance_id"]
-        again = await call(tone_server, "POST", "/api/v1/chat/answer", {"id": chat_id})
+        again = await request(tone_server, "POST", "/api/v1/chat/answer", {"id": chat_id})
         final = await until_final(tone_server, utt_id, timeout=30)
-        show = (await call(tone_server, "GET", "/api/v1/show"))[1]
+        show = (await request(tone_server, "GET", "/api/v1/show"))[1]
         await c.disconnect()
         return chat_id, utt_id, again, final, show
 
@@ -110,13 +97,13 @@ def test_answering_a_viewer_message_speaks_it_in_chat_mode_once(tone_server):
     ],
 )
 def test_bad_answers_are_refused_with_a_message(tone_server, body, status, message):
-    got, answer = asyncio.run(call(tone_server, "POST", "/api/v1/chat/answer", body))
+    got, answer = asyncio.run(request(tone_server, "POST", "/api/v1/chat/answer", body))
     assert got == status, answer
     assert message.lower() in answer["error"].lower()
 
 
 def test_answer_with_garbage_body_is_400(tone_server):
-    got, answer = asyncio.run(call(tone_server, "POST", "/api/v1/chat/answer", raw=b"{nope"))
+    got, answer = asyncio.run(request(tone_server, "POST", "/api/v1/chat/answer", raw=b"{nope"))
     assert got == 400 and "JSON" in answer["error"]
 
 
@@ -129,11 +116,11 @@ def test_answer_when_the_queue_is_full_is_429_and_stays_answerable(tone_server):
             status, body = await say(tone_server, long_line)
             if status == 202:
                 accepted.append(body["utterance_id"])
-        refused = await call(tone_server, "POST", "/api/v1/chat/answer", {"id": chat_id})
-        show = (await call(tone_server, "GET", "/api/v1/show"))[1]
-        await call(tone_server, "POST", "/api/v1/interrupt", {})
+        refused = await request(tone_server, "POST", "/api/v1/chat/answer", {"id": chat_id})
+        show = (await request(tone_server, "GET", "/api/v1/show"))[1]
+        await request(tone_server, "POST", "/api/v1/interrupt", {})
         finals = [await until_final(tone_server, u, timeout=30) for u in accepted]
-        retry = await call(tone_server, "POST", "/api/v1/chat/answer", {"id": chat_id})
+        retry = await request(tone_server, "POST", "/api/v1/chat/answer", {"id": chat_id})
         if retry[0] == 202:
             await until_final(tone_server, retry[1]["utterance_id"], timeout=30)
         await c.disconnect()
