@@ -36,8 +36,37 @@ def _failed(name: str, reason: str) -> Measurement:
     return Measurement(name, 0.0, 0.0, float("inf"), time.monotonic(), False, reason)
 
 
-class PHCSource:
+class DeviceSource:
+    """A clock device opened for one reading: absent when missing, failed when unreadable."""
+
+    path: str
+    name: str
+    kind = "device"  # what the device is: "absent: no <kind> at <path>"
+    unreadable = "not a clock device"  # the reason when it opens but cannot be read
+
+    def measure(self) -> Measurement:
+        if not Path(self.path).exists():
+            return _failed(self.name, f"absent: no {self.kind} at {self.path}")
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except OSError as exc:
+            return _failed(self.name, f"cannot open: {exc}")
+        try:
+            return self.read_device(fd)
+        except OSError as exc:
+            return _failed(self.name, f"{self.unreadable}: {exc}")
+        finally:
+            os.close(fd)
+
+    def read_device(self, fd: int) -> Measurement:
+        raise NotImplementedError
+
+
+class PHCSource(DeviceSource):
     """A PTP hardware clock's offset from the system clock (UTC), read directly."""
+
+    kind = "PTP hardware clock"
+    unreadable = "not a PTP clock"
 
     def __init__(
         self,
@@ -49,26 +78,15 @@ class PHCSource:
         self.path, self.utc_offset_s, self.brackets, self._read = path, utc_offset_s, brackets, read
         self.name = f"phc:{path}"
 
-    def measure(self) -> Measurement:
-        if not Path(self.path).exists():
-            return _failed(self.name, f"absent: no PTP hardware clock at {self.path}")
-        try:
-            fd = os.open(self.path, os.O_RDONLY)
-        except OSError as exc:
-            return _failed(self.name, f"cannot open: {exc}")
-        try:
-            best: tuple[float, float] | None = None
-            for _ in range(self.brackets):
-                before = time.clock_gettime(time.CLOCK_REALTIME)
-                phc = self._read(fd)
-                after = time.clock_gettime(time.CLOCK_REALTIME)
-                width = after - before
-                if best is None or width < best[0]:
-                    best = (width, phc - self.utc_offset_s - (before + after) / 2)
-        except OSError as exc:
-            return _failed(self.name, f"not a PTP clock: {exc}")
-        finally:
-            os.close(fd)
+    def read_device(self, fd: int) -> Measurement:
+        best: tuple[float, float] | None = None
+        for _ in range(self.brackets):
+            before = time.clock_gettime(time.CLOCK_REALTIME)
+            phc = self._read(fd)
+            after = time.clock_gettime(time.CLOCK_REALTIME)
+            width = after - before
+            if best is None or width < best[0]:
+                best = (width, phc - self.utc_offset_s - (before + after) / 2)
         width, offset = best
         return Measurement(self.name, offset, width, width / 2 + 1e-6, time.monotonic())
 
@@ -84,12 +102,15 @@ def _read_rtc(fd: int) -> int:
     return rtc_epoch(RTC_TIME.unpack(raw))
 
 
-class RTCSource:
+class RTCSource(DeviceSource):
     """The real-time clock: one-second ticks, read at a seconds edge for a ms-level offset.
 
     A poor reference (its crystal drifts by ppm and it ticks in whole seconds) but one that
     keeps running with every network source gone: the holdover check of last resort.
     """
+
+    kind = "RTC"
+    unreadable = "not an RTC"
 
     def __init__(
         self, path: str = "/dev/rtc0", read: Callable[[int], int] = _read_rtc, poll_s: float = 0.001
@@ -97,29 +118,18 @@ class RTCSource:
         self.path, self._read, self.poll_s = path, read, poll_s
         self.name = f"rtc:{path}"
 
-    def measure(self) -> Measurement:
-        if not Path(self.path).exists():
-            return _failed(self.name, f"absent: no RTC at {self.path}")
-        try:
-            fd = os.open(self.path, os.O_RDONLY)
-        except OSError as exc:
-            return _failed(self.name, f"cannot open: {exc}")
-        try:
-            first = self._read(fd)
-            deadline = time.monotonic() + 1.5
-            while True:  # wait for the tick: the moment the RTC's seconds change
-                before = time.time()
-                now = self._read(fd)
-                after = time.time()
-                if now != first:
-                    break
-                if time.monotonic() > deadline:
-                    return _failed(self.name, "the RTC is not ticking")
-                time.sleep(self.poll_s)
-        except OSError as exc:
-            return _failed(self.name, f"not an RTC: {exc}")
-        finally:
-            os.close(fd)
+    def read_device(self, fd: int) -> Measurement:
+        first = self._read(fd)
+        deadline = time.monotonic() + 1.5
+        while True:  # wait for the tick: the moment the RTC's seconds change
+            before = time.time()
+            now = self._read(fd)
+            after = time.time()
+            if now != first:
+                break
+            if time.monotonic() > deadline:
+                return _failed(self.name, "the RTC is not ticking")
+            time.sleep(self.poll_s)
         # the tick happened between the previous poll and `after`: bound it by the poll step
         offset = now - after
         error = (after - before) + self.poll_s
