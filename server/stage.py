@@ -88,20 +88,25 @@ class Stage:
         at = self.broadcast.write_head
         self.timeline.cut(at, role)
         self._forget_after(at, role)
+        stopped: list[str] = []
         for utt in self.queue.remove_role(role):
             self._finish(utt, UtteranceState.INTERRUPTED)
+            stopped.append(utt.id)
         for utt in list(self._playing.values()):
             if role is None or utt.role == role:
                 self._playing.pop(utt.id, None)
                 self._finish(utt, UtteranceState.INTERRUPTED)
+                stopped.append(utt.id)
         cur = self.current
         stopping = None
         if cur is not None and (role is None or cur.role == role) and self._current_task:
             stopping = self._current_task
             stopping.cancel()  # before any await: it can schedule nothing more after `at`
+            stopped.append(cur.id)
         # then the viewers, before waiting for the speaker to wind down: their pages silence
-        # what they have buffered as soon as they know
-        payload: dict[str, Any] = {"at_sample": at}
+        # what they have buffered as soon as they know. A phrase event of a stopped utterance
+        # may still be on its way out; the ids let the pages drop it.
+        payload: dict[str, Any] = {"at_sample": at, "utterances": stopped}
         if role is not None:
             payload["role"] = role
         await self.emit("interrupt", payload)

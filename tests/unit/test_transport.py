@@ -7,7 +7,7 @@ import asyncio
 import aiohttp
 import numpy as np
 
-from server.bench.harness import say, wait_for
+from server.bench.harness import request, say, wait_for
 from server.bench.viewer import PythonViewer
 from tests.alignment import measure
 
@@ -73,16 +73,15 @@ def test_interrupt_stops_audio_at_its_sample_and_next_line_is_clean(tone_server)
     async def run():
         v = PythonViewer(tone_server.url)
         await v.connect()
-        await say(tone_server, " ".join(["word"] * 20))  # 6 s of tones
+        _, first = await say(tone_server, " ".join(["word"] * 20))  # 6 s of tones
         await asyncio.sleep(1.0)
-        async with aiohttp.ClientSession() as http:
-            r = await http.post(
-                f"{tone_server.url}/api/v1/interrupt", json={}, headers=tone_server.headers
-            )
-            assert r.status == 200
-            at = (await r.json())["at_sample"]
+        status, answer = await request(tone_server, "POST", "/api/v1/interrupt", {})
+        assert status == 200
+        at = answer["at_sample"]
         await wait_for(lambda: v.named("interrupt"), timeout=10.0)
         assert v.named("interrupt")[0]["at_sample"] == at
+        # it names what it stopped, so a page can drop that line's events still on their way
+        assert first["utterance_id"] in v.named("interrupt")[0]["utterances"]
         await asyncio.sleep(0.5)
         status, body = await say(tone_server, "fresh start")
         new_id = body["utterance_id"]

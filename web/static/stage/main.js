@@ -27,13 +27,15 @@ let calibrationMs = 0; // a property of this browser's audio path: kept across r
 let heard = { sample: null, viseme: "sil", mouth: 0 };
 let timesyncSession = 0;
 let duckedUntil = null; // after an interrupt: the sample from which sound plays again
+const stopped = new RecentSet(256); // interrupted utterances: their late events are dropped
 
 const link = new Link({
   onEvent(name, data) {
     if (!data || typeof data !== "object") return;
-    if (name === "visemes") visemes.add(data);
-    else if (name === "utterance") captions.add(data);
+    if (name === "visemes") stopped.has(data.utterance_id) || visemes.add(data);
+    else if (name === "utterance") stopped.has(data.id) || captions.add(data);
     else if (name === "interrupt") {
+      for (const id of data.utterances ?? []) stopped.add(id);
       visemes.cut(data.at_sample, data.role ?? null);
       captions.cut(data.at_sample, data.role ?? null);
       duckUntil(data);
@@ -82,6 +84,18 @@ function duckUntil(data) {
   hearing.duck();
   visemes.cut(heardNow, null); // the mouth stops with the sound
   captions.cut(heardNow, null);
+}
+
+/** A set that forgets its oldest entries beyond `size` (an all-night show interrupts often). */
+function RecentSet(size) {
+  const set = new Set();
+  return {
+    has: (x) => set.has(x),
+    add(x) {
+      set.add(x);
+      if (set.size > size) set.delete(set.values().next().value);
+    },
+  };
 }
 
 function makeAvatar(el) {
