@@ -114,8 +114,11 @@ def test_interrupt_from_the_panel_silences_the_page_and_closes_the_mouth(browser
     assert any(r.get("playedUntil") for r in recs), "the probe could not hear the page's output"
     quiet_at = silent_after(recs, cut, "playedUntil")  # what the viewer hears
     assert quiet_at - cut <= 200, f"still heard {quiet_at - cut:.0f} ms after the click"
-    closed = [r for r in recs if r["t"] > quiet_at + 150]
-    assert closed and max(r["mouth"] for r in closed) < 0.05, "the mouth kept moving"
+    # the mouth may lead its sound a little: a word about to start when the event lands opens
+    # it briefly within the same 200 ms; after that it rests
+    closed = [r for r in recs if r["t"] > max(quiet_at, cut + 200) + 150]
+    moving = [(round(r["t"] - cut), round(r["mouth"], 2)) for r in closed if r["mouth"] >= 0.05]
+    assert closed and not moving, f"mouth still moving (ms after the click, opening): {moving[:8]}"
     assert until_final(host, uid)["state"] == "interrupted"
     page.close()
     desk.close()

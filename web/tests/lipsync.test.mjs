@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { CaptionTrack, VisemeTrack } from "../static/stage/lipsync.js";
+import { CaptionTrack, Playhead, VisemeTrack, slew } from "../static/stage/lipsync.js";
 
 const MS = 48;
 const event = (frames, role = "nova") => ({ utterance_id: "u", role, sample_rate: 48000, frames });
@@ -81,4 +81,32 @@ test("captions show the phrase being heard and are cut by an interrupt", () => {
   assert.equal(c.at(1500, 0).text, "Second.");
   c.cut(1200);
   assert.equal(c.at(1300, 0), null);
+});
+
+test("the playhead never replays what it has shown, except for a new stream", () => {
+  const p = new Playhead();
+  assert.equal(p.at(null), null);
+  assert.equal(p.at(1000 * MS), 1000 * MS);
+  assert.equal(p.at(900 * MS), 1000 * MS, "a reading that steps back holds the mouth still");
+  assert.equal(p.at(1010 * MS), 1010 * MS, "and it moves on once the reading passes");
+  assert.equal(p.at(5 * MS), 5 * MS, "a step back of over a second is a new stream");
+  p.reset();
+  assert.equal(p.at(0), 0);
+});
+
+test("an interrupt cut stays cut when the clock reading steps back", () => {
+  const t = new VisemeTrack();
+  t.add(event([{ sample: 0, viseme: "aa", duration: 1000 * MS }]));
+  const p = new Playhead();
+  assert.equal(t.weightsAt(p.at(500 * MS)).aa, 1);
+  t.cut(500 * MS);
+  assert.equal(t.weightsAt(450 * MS).aa, 1, "a clock read after the cut would reopen the mouth");
+  assert.ok(t.weightsAt(p.at(450 * MS)).aa <= 0.5, "the held playhead keeps it closing");
+});
+
+test("a calibration is slewed at most 10 % of wall time", () => {
+  assert.equal(slew(0, 60, 100), 10);
+  assert.equal(slew(0, -60, 100), -10);
+  assert.equal(slew(55, 60, 100), 60, "it lands on the target");
+  assert.equal(slew(0, 60, -5), 0, "time never runs back");
 });

@@ -11,15 +11,21 @@ import { SAMPLE_RATE } from "./lipsync.js";
 
 const PER_MS = SAMPLE_RATE / 1000;
 const TWO32 = 2 ** 32;
-/** Readings kept for the median mapping (~0.5 s of 10 ms playout updates). */
-const READINGS = 48;
+/**
+ * Playout readings kept for the median mapping: those of the last quarter second, at least
+ * three. A reading is quantised to the 10 ms audio frame, so a few are needed; but the
+ * jitter buffer grows and shrinks by stretching audio (often by 100 ms as speech starts), and
+ * a longer window would lag behind: the heard clock would read ahead of the sound.
+ */
+const WINDOW_MS = 250;
+const MIN_READINGS = 3;
 
 /** Maps performance.now() to the broadcast sample being played out. */
 export class HeardClock {
   constructor(receiver, rtpBase) {
     this.receiver = receiver;
     this.rtpBase = rtpBase >>> 0;
-    this.offsets = []; // broadcast sample − ms·48 at each playout reading
+    this.readings = []; // {stamp, offset}: broadcast sample − ms·48 at each playout reading
     this.median = null;
     this.lastStamp = null;
     this.lastRel = null;
@@ -41,9 +47,11 @@ export class HeardClock {
     else this.unwrapped += ((rel - this.lastRel + TWO32 * 1.5) % TWO32) - TWO32 / 2;
     this.lastRel = rel;
     this.lastPlayout = stamp;
-    this.offsets.push(this.unwrapped - stamp * PER_MS);
-    if (this.offsets.length > READINGS) this.offsets.shift();
-    this.median = median(this.offsets);
+    this.readings.push({ stamp, offset: this.unwrapped - stamp * PER_MS });
+    while (this.readings.length > MIN_READINGS && this.readings[0].stamp < stamp - WINDOW_MS) {
+      this.readings.shift();
+    }
+    this.median = median(this.readings.map((r) => r.offset));
   }
 
   /** True while playout readings keep coming. */

@@ -155,3 +155,39 @@ export class CaptionTrack {
 function clamp01(x) {
   return x < 0 ? 0 : x > 1 ? 1 : x;
 }
+
+/**
+ * The broadcast sample the mouth is drawn at. The heard clock's reading can step back (the
+ * jitter buffer grew, the calibration moved); a mouth that followed it would say a syllable
+ * twice, or one an interrupt has just cut. So the playhead never goes back over what it has
+ * shown: it holds still until the reading passes it. Only a step back of more than `restart`
+ * samples, a new stream, moves it back.
+ */
+export class Playhead {
+  constructor({ restart = SAMPLE_RATE } = {}) {
+    this.restart = restart;
+    this.shown = null;
+  }
+
+  /** The sample to draw for the clock's `reading` (null while unknown). */
+  at(reading) {
+    if (reading === null) return null;
+    const held = this.shown !== null && reading < this.shown && this.shown - reading < this.restart;
+    if (!held) this.shown = reading;
+    return this.shown;
+  }
+
+  reset() {
+    this.shown = null;
+  }
+}
+
+/**
+ * Moves a clock correction toward `target` by at most `rate` ms per ms of wall time (`dtMs`):
+ * the mouth then runs at most 10 % fast or slow while a calibration settles, instead of
+ * jumping a syllable.
+ */
+export function slew(current, target, dtMs, rate = 0.1) {
+  const step = Math.max(0, dtMs) * rate;
+  return current + Math.min(step, Math.max(-step, target - current));
+}

@@ -6,7 +6,7 @@ import { FlatAvatar } from "./flatavatar.js";
 import { ChatColumn } from "./chat.js";
 import { Hearing, HeardClock, OnsetCalibration } from "./hearing.js";
 import { Link } from "./link.js";
-import { CaptionTrack, VisemeTrack } from "./lipsync.js";
+import { CaptionTrack, Playhead, SAMPLE_RATE, VisemeTrack, slew } from "./lipsync.js";
 import { FrameStats, RenderBudget } from "./framestats.js";
 import { TimeSync } from "./timesync.js";
 
@@ -20,20 +20,23 @@ const { avatar, renderer } = makeAvatar(canvas);
 const visemes = new VisemeTrack();
 const captions = new CaptionTrack();
 const calibration = new OnsetCalibration();
+const playhead = new Playhead();
 const frames = new FrameStats();
 const hearing = new Hearing($("stage-audio"));
 let clock = null;
 let calibrationMs = 0; // a property of this browser's audio path: kept across reconnects
 let heard = { sample: null, viseme: "sil", mouth: 0 };
 let timesyncSession = 0;
-let duckedUntil = null; // after an interrupt: the sample from which sound plays again
+let duck = null; // after an interrupt: {at, next}, its sample and the next line's start
+// sound comes back this long before the next line: the heard clock may be some ms behind
+const REOPEN_LEAD = (100 * SAMPLE_RATE) / 1000;
 const stopped = new RecentSet(256); // interrupted utterances: their late events are dropped
 
 const link = new Link({
   onEvent(name, data) {
     if (!data || typeof data !== "object") return;
     if (name === "visemes") stopped.has(data.utterance_id) || visemes.add(data);
-    else if (name === "utterance") stopped.has(data.id) || captions.add(data);
+    else if (name === "utterance") stopped.has(data.id) || heardNext(data);
     else if (name === "interrupt") {
       for (const id of data.utterances ?? []) stopped.add(id);
       visemes.cut(data.at_sample, data.role ?? null);
@@ -59,11 +62,12 @@ const link = new Link({
     }
   },
   onReset() {
-    duckedUntil = null;
+    duck = null;
     hearing.open();
     // a new session may face a restarted server: its sample clock starts afresh
     visemes.clear();
     captions.clear();
+    playhead.reset();
     hearing.detach();
     timesync.reset();
     clock = null;
@@ -77,13 +81,22 @@ const chat = new ChatColumn(
 
 // An interrupt of the whole show silences the audio already buffered here at once, rather than
 // when the heard sample reaches the cut; a role's interrupt leaves the others' speech alone.
+// The page ducks even when its clock says the cut has been heard (the clock can be tens of ms
+// off while the jitter buffer stretches), and opens again just before the next line: the
+// stream carries only silence until then.
 function duckUntil(data) {
   const heardNow = clock ? clock.sampleAt(performance.now()) : null;
-  if ((data.role ?? null) !== null || heardNow === null || heardNow >= data.at_sample) return;
-  duckedUntil = data.at_sample;
+  if ((data.role ?? null) !== null || heardNow === null) return;
+  duck = { at: data.at_sample, next: null };
   hearing.duck();
-  visemes.cut(heardNow, null); // the mouth stops with the sound
-  captions.cut(heardNow, null);
+  const cut = Math.min(heardNow, data.at_sample);
+  visemes.cut(cut, null); // the mouth stops with the sound
+  captions.cut(cut, null);
+}
+
+function heardNext(phrase) {
+  captions.add(phrase);
+  if (duck && duck.next === null && Number.isFinite(phrase.start_sample)) duck.next = phrase.start_sample;
 }
 
 /** A set that forgets its oldest entries beyond `size` (an all-night show interrupts often). */
@@ -120,16 +133,18 @@ function frame(now) {
   if (clock) {
     clock.poll();
     const samples = hearing.read();
-    if (samples) {
+    if (samples && !duck) { // while ducked the stream plays what the timeline no longer holds
       calibration.step(samples, now, clock, visemes);
       const suggested = calibration.suggestedMs();
-      if (CALIBRATE && suggested !== null) clock.calibrationMs = calibrationMs = suggested;
+      if (CALIBRATE && suggested !== null) {
+        clock.calibrationMs = calibrationMs = slew(clock.calibrationMs, suggested, dt);
+      }
     }
     // A frame is seen for one frame interval after it is drawn: draw the mouth for the middle
     // of that interval, not its start (at 25 fps that is 20 ms).
-    sample = clock.sampleAt(now + Math.min(frames.interval(), 100) / 2);
-    if (duckedUntil !== null && clock.sampleAt(now) >= duckedUntil) {
-      duckedUntil = null;
+    sample = playhead.at(clock.sampleAt(now + Math.min(frames.interval(), 100) / 2));
+    if (duck?.next != null && clock.sampleAt(now) >= Math.max(duck.at, duck.next - REOPEN_LEAD)) {
+      duck = null;
       hearing.open();
     }
   }
