@@ -22,3 +22,4 @@ bench: setup
 	$(VENV)/bin/allnighter bench latency
 	$(VENV)/bin/allnighter bench viewers
 	$(VENV)/bin/allnighter bench lipsync --seconds 20
+	$(VENV)/bin/allnighter bench clock

@@ -131,12 +131,18 @@ async def offer(request: web.Request) -> web.Response:
         request.app["metrics"].rejected.labels("offer").inc()
         raise ApiError(400, str(exc)) from None
     request.app["metrics"].viewers.set(len(peers))
+    # broadcast sample s is due at fused time epoch_ms + s / 48 (ms since the Unix epoch)
+    epoch_ms = request.app["time"].at(request.app["media_clock"].epoch) * 1000
     return web.json_response(
         {
             "sdp": answer.sdp,
             "type": answer.type,
             "session_id": viewer.session_id,
-            "clock": {"sample_rate": 48_000, "rtp_base": viewer.rtp_base},
+            "clock": {
+                "sample_rate": 48_000,
+                "rtp_base": viewer.rtp_base,
+                "epoch_ms": round(epoch_ms, 3),
+            },
         }
     )
 

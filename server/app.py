@@ -93,8 +93,11 @@ def build_app(
 
     tc = cfg.time
     app["time"] = clock = FusedClock(max_slew_ppm=tc.max_slew_ppm)
-    sources = sources_from(tc.ntp_servers, tc.ptp_sockets, tc.phc_devices, tc.rtc_devices)
-    poller = SourcePoller(clock, sources, tc.min_poll_s, tc.max_poll_s)
+    sources = sources_from(
+        tc.ntp_servers, tc.ptp_sockets, tc.phc_devices, tc.rtc_devices, tc.ntp_version
+    )
+    metrics.watch_clock(clock)  # the time status as gauges, read at each scrape
+    poller = SourcePoller(clock, sources, tc.min_poll_s, tc.max_poll_s, tc.ptp_poll_s)
     signals = Signals(cfg.chat, metrics, clock)
     signals.sio.attach(app)
     app["signals"] = signals
@@ -169,6 +172,7 @@ async def _bring_up(app: web.Application, models: Models | None) -> None:
         models.llm,
         models.tts,
         feedback,
+        app["time"],
     )
     stage.start()
     app["signals"].upcoming = stage.upcoming

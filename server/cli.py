@@ -36,6 +36,8 @@ def bench(args: argparse.Namespace) -> int:
         from .bench.latency import main as run
     elif args.what == "lipsync":
         from .bench.lipsync import main as run
+    elif args.what == "clock":
+        from .bench.clock import main as run
     else:
         from .bench.viewers import main as run
     return run(args)
@@ -51,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--config", help="TOML settings file")
     p.set_defaults(func=serve)
     b = sub.add_parser("bench", help="run a benchmark and print its table")
-    b.add_argument("what", choices=["latency", "viewers", "lipsync"])
+    b.add_argument("what", choices=["latency", "viewers", "lipsync", "clock"])
     b.add_argument("--config", help="TOML settings file")
     b.add_argument("--lines", type=int, default=20, help="latency: lines and prompts each")
     b.add_argument("--viewers", default="10,25,50", help="viewers: counts to try")
@@ -60,6 +62,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     b.add_argument("--utterances", type=int, default=30, help="lipsync: lines measured")
     b.add_argument("--pages", default="1,10", help="lipsync: pages open at once to try")
+    b.add_argument(
+        "--minutes", type=float, default=10.0, help="clock: simulated minutes measured a row"
+    )
+    b.add_argument(
+        "--live-seconds",
+        type=float,
+        default=20.0,
+        help="clock: seconds each live fixture (chronyd, ptp4l) is read; 0: none",
+    )
     b.set_defaults(func=bench)
     args = parser.parse_args(argv)
     logging.basicConfig(

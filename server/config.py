@@ -80,12 +80,14 @@ class TimeConfig:
     # NTP servers as "host" or "host:port"; none by default (a machine without a network
     # reaches none): the show then runs on the local oscillator and says so at /api/v1/time
     ntp_servers: list[str] = field(default_factory=list)
+    ntp_version: int = 4  # the NTP version the requests carry (1-4)
     ptp_sockets: list[str] = field(default_factory=list)  # ptp4l management sockets (pmc -s)
     phc_devices: list[str] = field(default_factory=list)  # PTP hardware clocks, /dev/ptpN
     rtc_devices: list[str] = field(default_factory=list)  # real-time clocks, /dev/rtcN
     max_slew_ppm: float = 500.0
     min_poll_s: float = 2.0
     max_poll_s: float = 64.0
+    ptp_poll_s: float = 1.0  # PTP and PTP hardware clocks: read this often, not adaptively
 
 
 @dataclass
@@ -146,6 +148,14 @@ def load_config(path: str | Path | None = None, env: dict[str, str] | None = Non
     cfg.time.ptp_sockets = _env_list(env, "ALLNIGHTER_PTP_SOCKETS") or cfg.time.ptp_sockets
     cfg.time.phc_devices = _env_list(env, "ALLNIGHTER_PHC_DEVICES") or cfg.time.phc_devices
     cfg.time.rtc_devices = _env_list(env, "ALLNIGHTER_RTC_DEVICES") or cfg.time.rtc_devices
+    if version := env.get("ALLNIGHTER_NTP_VERSION", "").strip():
+        cfg.time.ntp_version = int(version) if version.isdigit() else version  # type: ignore
+    if cfg.time.ntp_version not in (1, 2, 3, 4):
+        raise ValueError(f"ntp_version must be 1, 2, 3 or 4, not {cfg.time.ntp_version!r}")
+    t = cfg.time
+    polls = (t.min_poll_s, t.max_poll_s, t.ptp_poll_s)
+    if not all(isinstance(p, int | float) and p > 0 for p in polls) or t.min_poll_s > t.max_poll_s:
+        raise ValueError("poll intervals must be positive seconds, min_poll_s <= max_poll_s")
     if not cfg.host_token:
         cfg.host_token = secrets.token_urlsafe(24)
         cfg.token_generated = True

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10)
 FINE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.2, 0.5, 1)
@@ -89,3 +93,56 @@ class Metrics:
             "Phrases not checked by ASR (busy)",
             registry=r,
         )
+
+    def watch_clock(self, clock: Any) -> None:
+        """Export the fused clock's status (GET /api/v1/time) as gauges, read at each scrape."""
+        self.registry.register(ClockCollector(clock))
+
+
+class ClockCollector:
+    """The fused clock's status at scrape time: offset, error bound, drift, sync, per source.
+
+    Offsets are the reference's (or the fused time's) lead over the local oscillator, as in
+    /api/v1/time. The error bound is +Inf until a source has been heard from.
+    """
+
+    def __init__(self, clock: Any) -> None:
+        self.clock = clock
+
+    def collect(self) -> Iterator[Metric]:
+        st = self.clock.status()
+        bound = st["error_bound_s"]
+        for name, doc, value in (
+            ("offset_seconds", "Fused time minus the local oscillator", st["offset_s"]),
+            (
+                "error_bound_seconds",
+                "Bound (~3 sigma) on the fused time's error; +Inf until synced",
+                float("inf") if bound is None else bound,
+            ),
+            ("drift_ppm", "Estimated drift of the oscillator against the sources", st["drift_ppm"]),
+            ("synced", "1 once a time source has been heard from, else 0", float(st["synced"])),
+        ):
+            yield GaugeMetricFamily(f"allnighter_time_{name}", doc, value=value)
+        offset = GaugeMetricFamily(
+            "allnighter_time_source_offset_seconds",
+            "A source's last reading: the reference minus the local oscillator",
+            labels=["source"],
+        )
+        weight = GaugeMetricFamily(
+            "allnighter_time_source_weight",
+            "A source's share of the clock's last update (0 when rejected)",
+            labels=["source"],
+        )
+        readings = CounterMetricFamily(
+            "allnighter_time_source_readings",
+            "A source's readings by outcome (accepted, rejected as an outlier or outvoted, failed)",
+            labels=["source", "outcome"],
+        )
+        for src in st["sources"]:
+            name = src["name"]
+            if src["last_offset"] is not None:
+                offset.add_metric([name], src["last_offset"])
+            weight.add_metric([name], src["weight"])
+            for outcome in ("accepted", "rejected", "failed"):
+                readings.add_metric([name, outcome], src[outcome])
+        yield from (offset, weight, readings)

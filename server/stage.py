@@ -17,6 +17,8 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+from timesync.fused import FusedClock
+
 from . import phrases
 from .broadcast import Broadcast, EmittedFrame
 from .config import Config, RoleConfig
@@ -52,9 +54,12 @@ class Stage:
         llm: Any,
         tts: Any,
         feedback: Any = None,
+        fused: Any = None,
     ) -> None:
         self.cfg = cfg
         self.clock = clock
+        # the fused clock every timestamp that leaves the process is stamped on
+        self.fused = fused if fused is not None else FusedClock()
         self.timeline = timeline
         self.broadcast = broadcast
         self.metrics = metrics
@@ -222,6 +227,11 @@ class Stage:
                             self.metrics.token_alignment_violations.inc()
                     last = piece.decoded_at
                     utt.tokens += 1
+                    # decoded_at is on perf_counter: carry it over to the monotonic clock
+                    mono = time.monotonic() - (time.perf_counter() - piece.decoded_at)
+                    utt.last_token_ms = self.fused_ms(mono)
+                    if utt.first_token_ms is None:
+                        utt.first_token_ms = utt.last_token_ms
                     yield directions.feed(piece.text)  # "" too: the gate counts every token
         finally:
             self._speech_first.llm_running = False
@@ -286,8 +296,8 @@ class Stage:
             "frames": [f.to_json() for f in track.frames],
         }
         self._announced.append((end, role.name, phrase_event, viseme_event))
-        await self.emit("utterance", phrase_event)
-        await self.emit("visemes", viseme_event)
+        await self.emit("utterance", self._stamped(phrase_event))
+        await self.emit("visemes", self._stamped(viseme_event))
         if self.feedback is not None:
             self.feedback.check(utt.id, phrase, pcm, start, chunk)
 
@@ -320,8 +330,32 @@ class Stage:
             self._announced.popleft()
         events: list[tuple[str, dict]] = []
         for _, _, phrase_event, viseme_event in self._announced:
-            events += [("utterance", phrase_event), ("visemes", viseme_event)]
+            events += [
+                ("utterance", self._stamped(phrase_event)),
+                ("visemes", self._stamped(viseme_event)),
+            ]
         return events
+
+    # ---- stamping on the fused clock ----------------------------------------------------
+    def fused_ms(self, mono: float) -> float:
+        """Fused time (ms since the Unix epoch) of monotonic time `mono`, read now."""
+        return round(self.fused.at(mono) * 1000, 3)
+
+    def sample_ms(self, sample: int) -> float:
+        """Fused time (ms) at which broadcast `sample` is due."""
+        return self.fused_ms(self.clock.time_of(sample))
+
+    def _stamped(self, event: dict) -> dict:
+        """A phrase or viseme event with `start_ms`: the fused time of its first sample, read
+        as it leaves (the fused clock slews, so a replayed event is stamped afresh)."""
+        if "frames" in event:
+            frames = event["frames"]
+            if not frames:
+                return event
+            first = frames[0]["sample"]
+        else:
+            first = event["start_sample"]
+        return {**event, "start_ms": self.sample_ms(first)}
 
     def _forget_after(self, at: int, role: str | None) -> None:
         """Trim announced events at an interrupt, as the viewers do on `interrupt`."""

@@ -34,6 +34,8 @@ class Utterance:
     phrases: list[str] = field(default_factory=list)
     tokens: int = 0  # LLM tokens decoded so far (chat mode)
     first_phrase_tokens: int | None = None  # tokens it took to cut the first phrase
+    first_token_ms: float | None = None  # fused time (ms) the first LLM token was decoded
+    last_token_ms: float | None = None  # fused time (ms) the latest LLM token was decoded
     first_audio_at: float | None = None
     first_audio_sample: int | None = None
     end_sample: int | None = None
@@ -60,6 +62,8 @@ class Utterance:
             "phrases": list(self.phrases),
             "tokens": self.tokens,
             "first_phrase_tokens": self.first_phrase_tokens,
+            "first_token_ms": self.first_token_ms,
+            "last_token_ms": self.last_token_ms,
             "state": str(self.state),
             "text_to_first_audio_ms": None if ttfa is None else round(ttfa * 1000, 1),
             "start_sample": self.first_audio_sample,

@@ -7,12 +7,19 @@ when a source steps by a second at 2 a.m. (the filter gates the step out as an o
 at start-up, before any time was handed out, may a large error be stepped away, and it is
 logged. Without measurements the filter's drift carries the clock (holdover), its error bound
 growing honestly with the time since the last one.
+
+Each reading's variance is its source's jitter as observed (a source's own error is a bound:
+NTP's, half the round trip, is several times its real spread), plus the worst case of the
+delay the reading waited beyond the source's recent minimum: one that sat 20 ms in one queue
+can be 10 ms off, and weighs accordingly. PTP's microsecond jitter thus outweighs NTP's
+milliseconds a millionfold while it is healthy, and NTP carries the clock when it is not.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -34,23 +41,74 @@ class SourceState:
     rejected: int = 0
     failed: int = 0
     weight: float = 0.0  # share of the most recent update's information
+    jitter: float | None = None  # s, σ of this source's readings as observed
+    pairs: int = 0  # successive readings compared so far
+    _recent: deque = field(default_factory=lambda: deque(maxlen=16), repr=False)
+    _last: tuple[float, float] | None = field(default=None, repr=False)
+
+    def variance(self, m: Measurement) -> float:
+        """This reading's variance: the source's observed jitter (its own error bound until
+        there is some), plus the worst case of the delay beyond the recent minimum: all of it
+        on one side, half of it in offset."""
+        self._recent.append((m.delay, m.error))
+        excess = m.delay - min(d for d, _ in self._recent)
+        jitter = max(m.error if self.jitter is None else self.jitter, 1e-7)
+        return jitter**2 + (excess / 2) ** 2
+
+    @property
+    def bias_bound(self) -> float:
+        """What no averaging removes: the tightest error bound among the recent readings (an
+        NTP path's asymmetry, up to half its shortest round trip, looks like a true offset)."""
+        return min(e for _, e in self._recent)
+
+    def learn(self, offset: float, at: float, error: float, drift: float, drift_var: float):
+        """Fold the change since this source's previous reading into its jitter.
+
+        Two readings dt apart differ by the noise of both plus the drift over dt: the filter's
+        drift is taken out and so is what it still doubts of it (a cold start is not jitter).
+        The filter's own process noise plays no part, so the estimate cannot feed on itself.
+        Rejected readings count too: a source noisier than its bound claims must be able to
+        teach that, or the gate would keep refusing it. A step is one outlying pair: each pair
+        counts for at most 5 σ of the present estimate.
+        """
+        if self._last is None:
+            self.jitter = max(error, 1e-7)  # until seen otherwise, the source's own bound
+        else:
+            o, t = self._last
+            dt = at - t
+            change = offset - o - drift * dt
+            sample = max(change * change - drift_var * dt * dt, 0.0) / 2
+            j2 = self.jitter**2
+            self.pairs += 1
+            # the bound counts as 4 readings; ~64 pairs remembered
+            j2 += (min(sample, 25 * j2) - j2) / min(self.pairs + 4, 64)
+            self.jitter = max(j2**0.5, 1e-8)
+        self._last = (offset, at)
+
+    def public(self) -> dict:
+        return {k: v for k, v in vars(self).items() if not k.startswith("_")}
 
 
 @dataclass
 class FusedClock:
     monotonic: Callable[[], float] = time.monotonic
-    wall_at_start: float = field(default_factory=time.time)
+    wall_at_start: float | None = None  # default: the system clock when the monotonic is read
     max_slew_ppm: float = 500.0
     step_limit: float = 0.128  # s: a start-up error beyond this is stepped, not slewed
     filter: OffsetDriftFilter = field(default_factory=OffsetDriftFilter)
 
     def __post_init__(self) -> None:
         self._mono_at_start = self.monotonic()
+        if self.wall_at_start is None:
+            # read together: as a field default it came ~0.1 ms before the monotonic reading,
+            # and the oscillator started that far from the clock it copies
+            self.wall_at_start = time.time()
         self._filter_at = self._mono_at_start
         self._applied = 0.0  # s, added to the oscillator
         self._applied_at = self._mono_at_start
         self._handed_out = False
         self._synced = False
+        self._bias = 0.0  # s, a bound on the estimate's bias: its sources' mixed as it was
         self.sources: dict[str, SourceState] = {}
 
     # ---- reading the time -----------------------------------------------------------------
@@ -69,16 +127,23 @@ class FusedClock:
     def now_ms(self) -> float:
         return self.now() * 1000
 
+    def at(self, mono: float) -> float:
+        """Fused time (s) at monotonic time `mono`, near now: for stamping events planned on
+        the monotonic clock (the media clock's samples) as the viewers will read them."""
+        now = self.monotonic()
+        self._slew_to(now)
+        self._handed_out = True  # a stamp is handed out time: no start-up step after it
+        return self.oscillator(mono) + self._applied
+
     def error_bound(self) -> float:
-        """An honest bound (s, ~3σ) on the fused time's error, holdover growth included."""
+        """An honest bound (s) on the fused time's error: ~3σ of the estimate, holdover growth
+        included, plus the bias its sources may carry, plus what is still being slewed."""
         mono = self.monotonic()
         residual = abs(self._estimate(mono) - self._applied)
         if not self._synced:
             return float("inf")
-        dt = mono - self._filter_at
-        f = self.filter
-        sigma2 = f.p[0, 0] + 2 * dt * f.p[0, 1] + dt * dt * f.p[1, 1] + f.phase_noise * dt
-        return 3 * max(sigma2, 0.0) ** 0.5 + residual
+        sigma2 = self.filter.predicted_offset_variance(mono - self._filter_at)
+        return 3 * max(sigma2, 0.0) ** 0.5 + self._bias + residual
 
     # ---- feeding measurements ---------------------------------------------------------------
     def ingest(self, m: Measurement, system_minus_oscillator: float = 0.0) -> bool:
@@ -92,12 +157,13 @@ class FusedClock:
             state.failed += 1
             return False
         offset = m.offset + system_minus_oscillator
-        variance = max(m.error, 1e-7) ** 2
+        variance = state.variance(m)
         self._advance_filter(m.at)
         if not self._synced:
             self.filter.x[0] = offset
             self.filter.p[0, 0] = variance
             self._synced = True
+            self._bias, state.weight = state.bias_bound, 1.0
             if not self._handed_out and abs(offset - self._applied) > self.step_limit:
                 log.warning("clock: stepping %.3f s at start-up (from %s)", offset, m.source)
                 self._applied = offset
@@ -106,13 +172,24 @@ class FusedClock:
             prior = self.filter.p[0, 0]
             accepted = self.filter.update(offset, variance)
             state.weight = prior / (prior + variance) if accepted else 0.0
+            # the estimate moved this share toward the reading: so did its worst-case bias
+            self._bias += state.weight * (state.bias_bound - self._bias)
         state.last_offset, state.last_error, state.last_at = offset, m.error, m.at
+        state.learn(offset, m.at, m.error, self.filter.drift, float(self.filter.p[1, 1]))
         if accepted:
             state.accepted += 1
         else:
             state.rejected += 1
             log.warning("clock: %s reading %.6f s rejected as an outlier", m.source, offset)
         return accepted
+
+    def refuse(self, m: Measurement, system_minus_oscillator: float = 0.0) -> None:
+        """Count a reading refused before the filter (an NTP server the others outvote)."""
+        state = self.sources.setdefault(m.source, SourceState(m.source))
+        state.last_offset = m.offset + system_minus_oscillator
+        state.last_error, state.last_at = m.error, m.at
+        state.rejected += 1
+        state.weight = 0.0
 
     # ---- internals ---------------------------------------------------------------------------
     def _advance_filter(self, mono: float) -> None:
@@ -146,5 +223,5 @@ class FusedClock:
             "drift_ppm": self.filter.drift * 1e6,
             "error_bound_s": None if bound == float("inf") else bound,
             "max_slew_ppm": self.max_slew_ppm,
-            "sources": [vars(s) for s in self.sources.values()],
+            "sources": [s.public() for s in self.sources.values()],
         }

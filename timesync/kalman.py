@@ -18,20 +18,30 @@ import numpy as np
 class OffsetDriftFilter:
     """Two-state Kalman filter; times in seconds."""
 
-    phase_noise: float = 1e-12  # q_θ: white phase noise density (s²/s)
+    # q_θ: white phase noise density (s²/s). A crystal wanders nanoseconds a second; 0.1 µs/√s
+    # leaves room for timestamping noise and still lets the filter average PTP's µs jitter
+    # (at 1e-12 it took most of each PTP reading as news, and the fused time jittered with it)
+    phase_noise: float = 1e-14
     frequency_noise: float = 1e-16  # q_f: random-walk frequency density (s²/s³)
     gate_sigmas: float = 5.0  # innovations beyond this many σ are rejected as outliers
     x: np.ndarray = field(default_factory=lambda: np.zeros(2))
     p: np.ndarray = field(default_factory=lambda: np.diag([1.0, 1e-8]))
     rejected: int = 0
 
-    def predict(self, dt: float) -> None:
-        """Advance the state by `dt` seconds."""
+    def _transition(self, dt: float) -> tuple[np.ndarray, np.ndarray]:
         f = np.array([[1.0, dt], [0.0, 1.0]])
         qt, qf = self.phase_noise, self.frequency_noise
         q = np.array([[qt * dt + qf * dt**3 / 3, qf * dt**2 / 2], [qf * dt**2 / 2, qf * dt]])
+        return f, f @ self.p @ f.T + q
+
+    def predict(self, dt: float) -> None:
+        """Advance the state by `dt` seconds."""
+        f, self.p = self._transition(dt)
         self.x = f @ self.x
-        self.p = f @ self.p @ f.T + q
+
+    def predicted_offset_variance(self, dt: float) -> float:
+        """The offset's variance `dt` seconds on without a measurement (holdover)."""
+        return float(self._transition(dt)[1][0, 0])
 
     def update(self, offset: float, variance: float) -> bool:
         """Fold in a measured offset with its variance; False when gated out as an outlier."""

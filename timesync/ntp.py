@@ -34,6 +34,10 @@ def consensus(readings: list[Measurement], max_deviations: float = 3.0) -> list[
     """Drop readings whose offset lies far from the others (median absolute deviation).
 
     Several servers agree on the time; a falseticker or a server that just stepped does not.
+    A reading whose own error bound still reaches the median is kept however tight the
+    others agree: the true time may lie anywhere in it (the four-timestamp offset is off by
+    at most half the round trip), so only a reading whose interval misses the consensus is
+    a falseticker. Fewer than three readings cannot outvote anyone: all are kept.
     """
     good = [m for m in readings if m.ok]
     if len(good) < 3:
@@ -42,4 +46,4 @@ def consensus(readings: list[Measurement], max_deviations: float = 3.0) -> list[
     spread = statistics.median(abs(m.offset - middle) for m in good)
     # a floor on the spread: servers that agree to the microsecond must not reject jitter
     limit = max_deviations * max(spread * 1.4826, 1e-4)
-    return [m for m in good if abs(m.offset - middle) <= limit]
+    return [m for m in good if abs(m.offset - middle) <= max(limit, m.error)]

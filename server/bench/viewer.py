@@ -36,6 +36,7 @@ class PythonViewer:
     frames: list[HeardFrame] = field(default_factory=list)
     events: list[tuple[str, dict, float]] = field(default_factory=list)
     rtp_base: int | None = None
+    epoch_ms: float | None = None  # fused time of broadcast sample 0, from the answer
     session_id: str | None = None
 
     async def connect(self, timeout: float = 15.0) -> None:
@@ -60,6 +61,7 @@ class PythonViewer:
             if r.status != 200:
                 raise RuntimeError(f"offer refused: {r.status} {answer}")
         self.rtp_base = answer["clock"]["rtp_base"]
+        self.epoch_ms = answer["clock"].get("epoch_ms")
         self.session_id = answer["session_id"]
         await self.pc.setRemoteDescription(RTCSessionDescription(answer["sdp"], answer["type"]))
         if self.listen_socket:

@@ -1,11 +1,13 @@
 """A tiny NTP server for tests: answers on loopback with an injected offset (or not at all).
 
 chrony serves this machine's own clock; to test offsets and steps the tests need a server
-whose time is off by a known amount.
+whose time is off by a known amount. `offset` and `silent` may be changed while it runs (a
+step at a chosen moment); `jitter` adds gaussian noise (σ, s) to each reply's clock.
 """
 
 from __future__ import annotations
 
+import random
 import socket
 import threading
 import time
@@ -14,9 +16,13 @@ import ntplib
 
 
 class NTPResponder:
-    def __init__(self, offset: float = 0.0, stratum: int = 2) -> None:
+    def __init__(
+        self, offset: float = 0.0, stratum: int = 2, jitter: float = 0.0, seed: int | None = None
+    ) -> None:
         self.offset = offset
         self.stratum = stratum
+        self.jitter = jitter
+        self._rng = random.Random(seed)
         self.silent = False
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self._sock.bind(("127.0.0.1", 0))
@@ -40,7 +46,9 @@ class NTPResponder:
                 data, addr = self._sock.recvfrom(1024)
             except TimeoutError:
                 continue
-            received = time.time() + self.offset
+            # one noise draw for both timestamps: the server's clock is off, not its stopwatch
+            off = self.offset + (self._rng.gauss(0.0, self.jitter) if self.jitter else 0.0)
+            received = time.time() + off
             if self.silent:
                 continue
             request = ntplib.NTPPacket()
@@ -51,5 +59,5 @@ class NTPResponder:
             reply.orig_timestamp = request.tx_timestamp
             reply.recv_timestamp = ntplib.system_to_ntp_time(received)
             reply.ref_timestamp = reply.recv_timestamp
-            reply.tx_timestamp = ntplib.system_to_ntp_time(time.time() + self.offset)
+            reply.tx_timestamp = ntplib.system_to_ntp_time(time.time() + off)
             self._sock.sendto(reply.to_data(), addr)

@@ -27,7 +27,14 @@ def test_a_token_is_generated_when_none_is_set():
 
 @pytest.mark.parametrize(
     "text, message",
-    [("colour = 1\n", "colour"), ("[stage]\nqueue = 3\n", "queue"), ("roles = []\n", "role")],
+    [
+        ("colour = 1\n", "colour"),
+        ("[stage]\nqueue = 3\n", "queue"),
+        ("roles = []\n", "role"),
+        ("[time]\nntp_version = 5\n", "ntp_version"),
+        ("[time]\nptp_poll_s = 0\n", "poll intervals"),
+        ("[time]\nmin_poll_s = 90\n", "min_poll_s <= max_poll_s"),
+    ],
 )
 def test_unknown_or_empty_settings_are_refused(tmp_path, text, message):
     f = tmp_path / "bad.toml"

@@ -7,7 +7,7 @@ import asyncio
 import aiohttp
 import numpy as np
 
-from server.bench.harness import request, say, wait_for
+from server.bench.harness import request, say, until_final, utterance, wait_for
 from server.bench.viewer import PythonViewer
 from tests.alignment import measure
 
@@ -101,3 +101,34 @@ def test_interrupt_stops_audio_at_its_sample_and_next_line_is_clean(tone_server)
     assert np.abs(tail.astype(np.int32)).max() < 300, "stale tail after the next line"
     assert states["word "] == "interrupted"
     assert states["fresh"] == "done"
+
+
+def test_events_and_tokens_are_stamped_on_the_fused_clock(tone_server):
+    async def now_ms() -> float:
+        return (await request(tone_server, "GET", "/api/v1/time", token=None))[1]["now_ms"]
+
+    async def run():
+        v = PythonViewer(tone_server.url)
+        await v.connect()
+        before = await now_ms()
+        _, health = await request(tone_server, "GET", "/healthz", token=None)
+        _, body = await say(tone_server, "count the tokens", mode="chat")
+        utt_id = body["utterance_id"]
+        await wait_for(lambda: v.named("visemes"), timeout=10.0)
+        record = await utterance(tone_server, utt_id)
+        after = await now_ms()
+        await until_final(tone_server, utt_id, timeout=30.0)
+        await v.close()
+        return v, before, health["current_sample"], record, after
+
+    v, before, head, record, after = asyncio.run(run())
+    # the answer's epoch: broadcast sample s is due at fused time epoch_ms + s / 48
+    assert v.epoch_ms is not None
+    assert abs(v.epoch_ms + head / 48 - before) < 500
+    phrase = v.named("utterance")[0]
+    assert abs(phrase["start_ms"] - (v.epoch_ms + phrase["start_sample"] / 48)) < 1
+    visemes = v.named("visemes")[0]
+    first = visemes["frames"][0]["sample"]
+    assert abs(visemes["start_ms"] - (v.epoch_ms + first / 48)) < 1
+    # the LLM's tokens, stamped on the same clock as they were decoded
+    assert before <= record["first_token_ms"] <= record["last_token_ms"] <= after
