@@ -23,6 +23,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from .instant import monotonic_and_system
 from .kalman import OffsetDriftFilter
 from .measurement import Measurement
 
@@ -100,9 +101,11 @@ class FusedClock:
     def __post_init__(self) -> None:
         self._mono_at_start = self.monotonic()
         if self.wall_at_start is None:
-            # read together: as a field default it came ~0.1 ms before the monotonic reading,
-            # and the oscillator started that far from the clock it copies
-            self.wall_at_start = time.time()
+            # the clock the oscillator copies, read at the same instant as the monotonic one
+            if self.monotonic is time.monotonic:
+                self._mono_at_start, self.wall_at_start = monotonic_and_system()
+            else:
+                self.wall_at_start = time.time()
         self._filter_at = self._mono_at_start
         self._applied = 0.0  # s, added to the oscillator
         self._applied_at = self._mono_at_start

@@ -18,12 +18,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import time
 from collections.abc import Sequence
 from typing import Any
 
 from .devices import PHCSource, RTCSource
 from .fused import FusedClock
+from .instant import monotonic_and_system
 from .measurement import Measurement
 from .ntp import NTPSource, consensus
 from .ptp import PTPSource
@@ -73,8 +73,12 @@ class SourcePoller:
                 continue
             # the reading compares the reference with the system clock; the fused clock
             # runs on its own oscillator: hand over the difference at this moment
-            accepted += self.clock.ingest(m, time.time() - self.clock.oscillator())
+            accepted += self.clock.ingest(m, self._system_minus_oscillator())
         return accepted
+
+    def _system_minus_oscillator(self) -> float:
+        mono, system = monotonic_and_system()
+        return system - self.clock.oscillator(mono)
 
     def _vote(self, ntp: list[Measurement]) -> set[str]:
         """The NTP sources whose reading this round the others outvote."""
@@ -86,7 +90,7 @@ class SourcePoller:
 
     def _outvote(self, m: Measurement) -> None:
         """Count a falseticker's reading as rejected for its source; the filter never sees it."""
-        self.clock.refuse(m, time.time() - self.clock.oscillator())
+        self.clock.refuse(m, self._system_minus_oscillator())
         if m.source not in self._outvoted:
             log.warning(
                 "time source %s disagrees with the other NTP servers (reads %+.6f s): "

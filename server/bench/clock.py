@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from timesync.fused import FusedClock
+from timesync.instant import monotonic_and_system
 from timesync.simulate import SimNTP, SimPTP, SimSource, lost_from, percentiles, run
 
 from .table import render
@@ -128,24 +129,6 @@ def simulated(minutes: float, seed: int) -> list[list[object]]:
 def _cpu() -> float:
     t = os.times()
     return t.user + t.system + t.children_user + t.children_system
-
-
-def monotonic_and_system(since_ns: int) -> tuple[float, float]:
-    """The monotonic clock and the system clock (s since `since_ns`) at one moment: the system
-    clock read on both sides, the narrowest of three tries (as phc2sys reads a PHC).
-
-    Python calls take microseconds, more after a sleep: the fused time is taken at the
-    monotonic instant (FusedClock.at), not by timing a now() call against time.time(). And
-    seconds since 1970 as a float resolve only 0.24 µs: these are counted from the run's start.
-    """
-    tries = []
-    for _ in range(3):
-        before = time.time_ns()
-        mono = time.monotonic()
-        after = time.time_ns()
-        tries.append((after - before, mono, ((before + after) // 2 - since_ns) / 1e9))
-    _, mono, system = min(tries)
-    return mono, system
 
 
 def poll_live(source, every: float, seconds: float) -> list[object]:
