@@ -4,6 +4,7 @@ in silence, interrupts silence it, chat reaches other viewers escaped, and it re
 from __future__ import annotations
 
 import contextlib
+import statistics
 import time
 
 from conftest import Host, e2e_config, open_desk, screenshot, until_final
@@ -86,8 +87,25 @@ def test_page_hears_speech_and_the_mouth_moves_with_it(browser, show, host: Host
     assert state["renderer"] == "webgl" and state["fps"] > 20, state
     stats = page.evaluate("() => window.allnighter.stats()")
     assert "fps" in stats and "dropped_frames" in stats, stats
+    # the page measured the lip-sync of every viseme onset it drew, and reported it
+    drawn = _reported_onsets(show)
+    assert len(drawn) >= 5, drawn
+    assert abs(statistics.median(drawn)) < 50, drawn
+    assert sum(abs(ms) < 100 for ms in drawn) >= 0.75 * len(drawn), drawn
     assert not page.errors, page.errors
     page.close()
+
+
+def _reported_onsets(show: LiveServer, timeout: float = 8.0) -> list[float]:
+    """The lip-sync offsets the pages reported (client_stats every 5 s), once some arrive."""
+    signals = show.app["signals"]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        drawn = [ms for kept in list(signals.onsets.values()) for ms in kept]
+        if len(drawn) >= 5:
+            return drawn
+        time.sleep(0.2)
+    return []
 
 
 def test_interrupt_from_the_panel_silences_the_page_and_closes_the_mouth(browser, show, host: Host):

@@ -88,6 +88,9 @@ def viewers(app: web.Application) -> dict[str, Any]:
 
     fps, lipsync = figures("fps"), figures("lipsync_offset_ms")
     clock, dropped = figures("clock_offset_ms"), figures("dropped_frames")
+    jitter = figures("frame_jitter_ms")
+    drawn = sorted(ms for kept in signals.onsets.values() for ms in kept)
+    magnitudes = sorted(abs(ms) for ms in drawn)
     return {
         "webrtc": len(peers) if peers is not None else 0,
         "sockets": sockets,
@@ -98,11 +101,26 @@ def viewers(app: web.Application) -> dict[str, Any]:
         "lipsync_offset_ms_worst": round(max(lipsync, key=abs), 1) if lipsync else None,
         "clock_offset_ms_median": _median(clock),
         "dropped_frames": int(sum(dropped)) if dropped else None,
+        "frame_jitter_ms_worst": round(max(jitter), 1) if jitter else None,
+        # picture − sound at the viseme onsets the pages drew lately (positive: the mouth late)
+        "lipsync_drawn_ms_p50": _median(drawn),
+        "lipsync_drawn_ms_p95_abs": _quantile(magnitudes, 0.95),
+        "lipsync_drawn_in_atsc": (
+            round(sum(ATSC[0] <= ms <= ATSC[1] for ms in drawn) / len(drawn), 3) if drawn else None
+        ),
     }
+
+
+def _quantile(ordered: list[float], q: float) -> float | None:
+    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 1) if ordered else None
 
 
 def _median(values: list[float]) -> float | None:
     return round(statistics.median(values), 1) if values else None
+
+
+# ATSC IS-191: sound at most 15 ms ahead of the picture, 45 ms behind (as picture − sound)
+ATSC = (-45.0, 15.0)
 
 
 async def answer_chat(request: web.Request) -> web.Response:

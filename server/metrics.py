@@ -10,6 +10,9 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 
 LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10)
 FINE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.2, 0.5, 1)
+# picture − sound (ms): the edges of ATSC IS-191 (+45/−15 for sound behind/ahead, here the
+# picture's view: −45 … +15) and EBU R37 (−60 … +40) are bucket edges
+LIPSYNC_BUCKETS = (-100, -60, -45, -30, -15, -10, -5, 0, 5, 10, 15, 30, 40, 60, 100)
 
 
 class Metrics:
@@ -74,6 +77,25 @@ class Metrics:
             "allnighter_event_loop_lag_seconds",
             "Event loop scheduling lag",
             buckets=FINE_BUCKETS,
+            registry=r,
+        )
+        self.lipsync = Histogram(
+            "allnighter_lipsync_offset_ms",
+            "Picture minus sound at each viseme onset drawn, as viewers' pages measure it",
+            buckets=LIPSYNC_BUCKETS,
+            registry=r,
+        )
+        self.viewer_lipsync = Histogram(
+            "allnighter_viewer_lipsync_offset_ms",
+            "Picture minus sound at each viseme onset drawn, per viewer (socket id)",
+            ["viewer"],
+            buckets=LIPSYNC_BUCKETS,
+            registry=r,
+        )
+        self.frame_jitter = Histogram(
+            "allnighter_frame_jitter_ms",
+            "Viewers' animation frame jitter (p99 of each report)",
+            buckets=(1, 2, 4, 8, 16, 33, 50, 100, 250),
             registry=r,
         )
         self.asr_wer = Histogram(

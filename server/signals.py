@@ -30,7 +30,10 @@ STAT_FIELDS = {
     "clock_uncertainty_ms",
     "lipsync_calibration_ms",
     "render_scale",
+    "frame_jitter_ms",
 }
+ONSETS_PER_REPORT = 200  # lip-sync offsets a page may send in one client_stats
+ONSETS_KEPT = 200  # per viewer, for the host panel's figures
 RECENT_CHAT = 50  # viewer chat messages kept for the host panel
 
 
@@ -71,6 +74,7 @@ class Signals:
         self.state: dict[str, Any] = {"fallback_level": 0, "night": False}
         self._limits: dict[str, RateLimit] = {}
         self.client_stats: dict[str, dict] = {}
+        self.onsets: dict[str, deque[float]] = {}  # each viewer's latest lip-sync offsets (ms)
         # the last viewer chat messages {"id", "from", "text", "time" (ms, fused clock)}: the
         # host picks from them which ones a character answers
         self.recent_chat: deque[dict] = deque(maxlen=RECENT_CHAT)
@@ -94,6 +98,8 @@ class Signals:
     async def _disconnect(self, sid: str, *args: Any) -> None:
         self._limits.pop(sid, None)
         self.client_stats.pop(sid, None)
+        if self.onsets.pop(sid, None):
+            self.metrics.viewer_lipsync.remove(sid)  # labelled once it had an onset
 
     async def _chat(self, sid: str, data: Any = None) -> dict:
         if not isinstance(data, dict) or not isinstance(data.get("text"), str):
@@ -126,8 +132,18 @@ class Signals:
     async def _client_stats(self, sid: str, data: Any = None) -> dict:
         if not isinstance(data, dict) or len(data) > 32:
             return error("client_stats needs an object")
+        onsets = data.get("lipsync_onsets_ms", [])
+        if not isinstance(onsets, list) or len(onsets) > ONSETS_PER_REPORT:
+            return error(f"lipsync_onsets_ms must be a list of at most {ONSETS_PER_REPORT}")
         stats = {k: v for k, v in data.items() if k in STAT_FIELDS and _finite(v)}
         self.client_stats[sid] = stats
+        if _finite(jitter := stats.get("frame_jitter_ms")):
+            self.metrics.frame_jitter.observe(jitter)
+        kept = self.onsets.setdefault(sid, deque(maxlen=ONSETS_KEPT))
+        for ms in filter(_finite, onsets):
+            self.metrics.lipsync.observe(ms)
+            self.metrics.viewer_lipsync.labels(sid).observe(ms)
+            kept.append(ms)
         return {"ok": True}
 
 

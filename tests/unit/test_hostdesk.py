@@ -139,3 +139,42 @@ def test_recent_chat_is_bounded(tone_server):
 
     signals = tone_server.app["signals"]
     assert signals.recent_chat.maxlen == RECENT_CHAT == 50
+
+
+def test_pages_lipsync_onsets_reach_the_histograms_and_the_desk(tone_server):
+    onsets = [-30.0, -12.0, -5.0, 0.0, 4.0, 9.0, 14.0, 20.0, -50.0, 2.0]
+
+    async def run():
+        c = socketio.AsyncClient()
+        await c.connect(tone_server.url)
+        sid = c.get_sid()
+        ok = await c.call(
+            "client_stats", {"fps": 50.0, "frame_jitter_ms": 6.5, "lipsync_onsets_ms": onsets}
+        )
+        bad = await c.call("client_stats", {"lipsync_onsets_ms": [0.0] * 500})
+        show = (await request(tone_server, "GET", "/api/v1/show"))[1]
+        metrics = await request_text(tone_server, "/metrics")
+        await c.disconnect()
+        await wait_for(lambda: sid not in tone_server.app["signals"].onsets, timeout=5)
+        after = await request_text(tone_server, "/metrics")
+        return sid, ok, bad, show, metrics, after
+
+    sid, ok, bad, show, metrics, after = asyncio.run(run())
+    assert ok == {"ok": True}
+    assert not bad["ok"] and "at most" in bad["error"]
+    v = show["viewers"]
+    assert v["lipsync_drawn_ms_p50"] == 1.0  # the median of the ten
+    assert v["lipsync_drawn_ms_p95_abs"] == 50.0
+    assert v["lipsync_drawn_in_atsc"] == 0.8  # 20 ms late and 50 ms early fall outside
+    assert v["frame_jitter_ms_worst"] == 6.5
+    assert 'allnighter_lipsync_offset_ms_bucket{le="15.0"}' in metrics
+    assert f'allnighter_viewer_lipsync_offset_ms_count{{viewer="{sid}"}} 10.0' in metrics
+    assert f'viewer="{sid}"' not in after  # a viewer who left is no longer a series
+    assert "allnighter_frame_jitter_ms_count" in metrics
+
+
+async def request_text(srv, path: str) -> str:
+    import aiohttp
+
+    async with aiohttp.ClientSession() as http, http.get(srv.url + path) as r:
+        return await r.text()

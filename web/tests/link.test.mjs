@@ -66,3 +66,14 @@ test("the frame interval is the median gap of the last second", () => {
   for (let i = 0; i < 30; i++) f.tick((t += i % 10 === 0 ? 100 : 40));
   assert.equal(f.interval(), 40);
 });
+
+test("frame jitter is the 99th percentile of intervals straying from the display's", () => {
+  const f = new FrameStats();
+  let t = 0;
+  f.tick(t);
+  assert.equal(f.jitterMs(), null, "not before there are frames");
+  for (let i = 0; i < 200; i++) f.tick((t += 1000 / 60));
+  assert.ok(f.jitterMs() < 0.5, `steady frames: ${f.jitterMs()}`);
+  for (let i = 0; i < 10; i++) f.tick((t += 1000 / 60 + (i % 2 ? 8 : -8)));
+  assert.ok(f.jitterMs() > 7 && f.jitterMs() < 11, `8 ms swings: ${f.jitterMs()}`);
+});

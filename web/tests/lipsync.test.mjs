@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { CaptionTrack, Playhead, VisemeTrack, slew } from "../static/stage/lipsync.js";
+import { CaptionTrack, DrawnOnsets, Playhead, VisemeTrack, slew } from "../static/stage/lipsync.js";
 
 const MS = 48;
 const event = (frames, role = "nova") => ({ utterance_id: "u", role, sample_rate: 48000, frames });
@@ -109,4 +109,22 @@ test("a calibration is slewed at most 10 % of wall time", () => {
   assert.equal(slew(0, -60, 100), -10);
   assert.equal(slew(55, 60, 100), 60, "it lands on the target");
   assert.equal(slew(0, 60, -5), 0, "time never runs back");
+});
+
+test("each viseme onset drawn is measured once: how late its first frame shows it", () => {
+  const t = new VisemeTrack();
+  t.add(event([
+    { sample: 0, viseme: "sil", duration: 100 * MS },
+    { sample: 100 * MS, viseme: "aa", duration: 80 * MS },
+    { sample: 180 * MS, viseme: "PP", duration: 60 * MS },
+  ]));
+  const m = new DrawnOnsets();
+  for (const ms of [84, 101, 117, 134, 151, 167, 184, 201, 217]) m.frame(t, ms * MS, 0);
+  assert.deepEqual(m.take(), [1, 4], "aa first drawn 1 ms late, PP 4 ms late; silence not counted");
+  assert.deepEqual(m.take(), [], "taken once");
+  m.frame(t, 230 * MS, -12);
+  assert.deepEqual(m.take(), [], "the same viseme again is no new onset");
+  t.add(event([{ sample: 300 * MS, viseme: "O", duration: 50 * MS }]));
+  m.frame(t, 310 * MS, -12);
+  assert.deepEqual(m.take(), [-2], "the heard clock's measured error counts");
 });

@@ -310,6 +310,10 @@ function renderViewers(v) {
     ["Lip-sync", signedMs(v.lipsync_offset_ms_median), lipClass(v.lipsync_offset_ms_median)],
     ["Worst sync", signedMs(v.lipsync_offset_ms_worst), lipClass(v.lipsync_offset_ms_worst)],
     ["Clock offset", signedMs(v.clock_offset_ms_median)],
+    ["Mouth − sound", signedMs(v.lipsync_drawn_ms_p50), lipClass(v.lipsync_drawn_ms_p50)],
+    ["|p95|", v.lipsync_drawn_ms_p95_abs == null ? "—" : `${v.lipsync_drawn_ms_p95_abs.toFixed(0)} ms`, lipClass(v.lipsync_drawn_ms_p95_abs)],
+    ["In ATSC window", v.lipsync_drawn_in_atsc == null ? "—" : `${(100 * v.lipsync_drawn_in_atsc).toFixed(0)} %`],
+    ["Frame jitter", v.frame_jitter_ms_worst == null ? "—" : `${v.frame_jitter_ms_worst.toFixed(0)} ms`],
   ];
   const box = $("viewers");
   if (box.children.length !== figs.length) {

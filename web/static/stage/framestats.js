@@ -4,6 +4,7 @@
 export class FrameStats {
   constructor() {
     this.times = [];
+    this.gaps = []; // the last intervals, for the jitter figure
     this.last = null;
     this.dropped = 0;
     this.period = 1000 / 60;
@@ -16,11 +17,20 @@ export class FrameStats {
     this.times.push(now);
     while (this.times.length && this.times[0] < now - 1000) this.times.shift();
     if (dt > 0) {
+      this.gaps.push(dt);
+      if (this.gaps.length > 240) this.gaps.shift();
       // follow the display's own rate (60, 75, 120 Hz…) from steady intervals
       if (dt < this.period * 1.2) this.period += (dt - this.period) * 0.05;
       if (dt > this.period * 1.5) this.dropped += Math.round(dt / this.period) - 1;
     }
     return dt;
+  }
+
+  /** Frame jitter (ms): the 99th percentile of how far intervals stray from the display's. */
+  jitterMs() {
+    if (this.gaps.length < 10) return null;
+    const off = this.gaps.map((g) => Math.abs(g - this.period)).sort((a, b) => a - b);
+    return off[Math.min(off.length - 1, Math.floor(off.length * 0.99))];
   }
 
   fps() {

@@ -117,9 +117,21 @@ export class OnsetCalibration {
     if (this.residuals.length > this.keep) this.residuals.shift();
   }
 
-  /** The correction the matched onsets call for (ms), null until three are matched. */
+  /**
+   * The correction the matched onsets call for (ms), null before the first. A viewer's first
+   * seconds are when the clock is most off (the jitter buffer fills as speech starts), so the
+   * first match counts at once; the median of more takes over as they come.
+   */
   suggestedMs() {
-    return this.errors.length >= 3 ? clampMs(median(this.errors), 200) : null;
+    return this.errors.length ? clampMs(median(this.errors), 200) : null;
+  }
+
+  /**
+   * What the clock still gets wrong (ms; positive: the mouth leads the sound), with
+   * `calibrationMs` in force: the matched onsets' median error beyond it; null before any.
+   */
+  remainingMs(calibrationMs) {
+    return this.errors.length ? median(this.errors) - calibrationMs : null;
   }
 
   /** The recent lip-sync offset as heard (ms), null before the first matched onset. */

@@ -7,6 +7,7 @@
 export const SAMPLE_RATE = 48000;
 
 /** Crossfade between neighbouring visemes, centred on each boundary (ms). */
+const PER_MS = SAMPLE_RATE / 1000;
 const BLEND_MS = 40;
 /** Frames this far behind the listener are forgotten (ms). */
 const KEEP_MS = 2000;
@@ -80,12 +81,17 @@ export class VisemeTrack {
 
   /** The viseme whose frame holds sample `s` ("sil" when none). */
   visemeAt(s) {
+    return this.frameAt(s)?.viseme ?? "sil";
+  }
+
+  /** The frame holding sample `s`, or null. */
+  frameAt(s) {
     const i = this.#indexAfter(s) - 1;
     for (let j = i; j >= 0 && j > i - 8; j--) {
       const f = this.frames[j];
-      if (f.start <= s && s < f.end) return f.viseme;
+      if (f.start <= s && s < f.end) return f;
     }
-    return "sil";
+    return null;
   }
 
   /** The first voiced frame starting within [from, to), for onset matching. */
@@ -190,4 +196,36 @@ export class Playhead {
 export function slew(current, target, dtMs, rate = 0.1) {
   const step = Math.max(0, dtMs) * rate;
   return current + Math.min(step, Math.max(-step, target - current));
+}
+
+/**
+ * Lip-sync as the viewer sees it, at every viseme onset: the first frame that shows a viseme
+ * (its planned start reached at the frame's drawn sample) is late by the drawn sample minus
+ * that start; the heard clock's own remaining error, measured at speech onsets, is added.
+ * Positive: the picture is late. Collected between reports, at most `max` of them.
+ */
+export class DrawnOnsets {
+  constructor({ max = 200 } = {}) {
+    this.max = max;
+    this.shown = null; // the frame last counted
+    this.pending = [];
+  }
+
+  /**
+   * After drawing at sample `s`. `correctionMs` is added to each offset: the heard clock's
+   * remaining error as measured at speech onsets (ms by which the sound runs ahead of it).
+   */
+  frame(track, s, correctionMs = 0) {
+    const f = s === null ? null : track.frameAt(s);
+    if (!f || f === this.shown || f.viseme === "sil") return;
+    this.shown = f;
+    if (this.pending.length < this.max) this.pending.push((s - f.start) / PER_MS + correctionMs);
+  }
+
+  /** The offsets (ms) since the last call. */
+  take() {
+    const out = this.pending;
+    this.pending = [];
+    return out;
+  }
 }

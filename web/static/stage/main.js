@@ -6,7 +6,7 @@ import { FlatAvatar } from "./flatavatar.js";
 import { ChatColumn } from "./chat.js";
 import { Hearing, HeardClock, OnsetCalibration } from "./hearing.js";
 import { Link } from "./link.js";
-import { CaptionTrack, Playhead, SAMPLE_RATE, VisemeTrack, slew } from "./lipsync.js";
+import { CaptionTrack, DrawnOnsets, Playhead, SAMPLE_RATE, VisemeTrack, slew } from "./lipsync.js";
 import { FrameStats, RenderBudget } from "./framestats.js";
 import { TimeSync } from "./timesync.js";
 
@@ -21,6 +21,7 @@ const visemes = new VisemeTrack();
 const captions = new CaptionTrack();
 const calibration = new OnsetCalibration();
 const playhead = new Playhead();
+const onsets = new DrawnOnsets();
 const frames = new FrameStats();
 const hearing = new Hearing($("stage-audio"));
 let clock = null;
@@ -157,6 +158,8 @@ function frame(now) {
     mouth: avatar.mouthOpen,
   };
   if (sample !== null) {
+    // what the clock still gets wrong at heard onsets (positive: the mouth leads) counts too
+    onsets.frame(visemes, sample, -(calibration.remainingMs(clock.calibrationMs) ?? 0));
     visemes.prune(sample);
     showCaption(captions.at(sample));
   }
@@ -191,6 +194,7 @@ function stats() {
     lipsync_calibration_ms: clock ? clock.calibrationMs : calibrationMs,
     fps: frames.fps(),
     dropped_frames: frames.dropped,
+    frame_jitter_ms: frames.jitterMs(),
     clock_offset_ms: timesync.offsetMs,
     clock_uncertainty_ms: timesync.uncertaintyMs,
     render_scale: budget.scale,
@@ -201,7 +205,8 @@ function stats() {
 // `output()`: the audio the page plays, as a MediaStream (for meters and tests)
 window.allnighter = { state, stats, output: () => hearing.tap.stream };
 window.addEventListener("resize", () => avatar.resize());
-setInterval(() => link.send("client_stats", stats()), STATS_PERIOD_MS);
+// each report also carries the lip-sync offsets drawn since the last one (picture − sound, ms)
+setInterval(() => link.send("client_stats", { ...stats(), lipsync_onsets_ms: onsets.take() }), STATS_PERIOD_MS);
 const budget = new RenderBudget();
 setInterval(() => {
   const scale = budget.check(frames.fps());
