@@ -8,12 +8,12 @@ absent and says so; it never raises.
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import time
 from pathlib import Path
 
 from .measurement import Measurement
+from .tools import which
 
 FIELDS = re.compile(r"^\s*(stepsRemoved|offsetFromMaster|meanPathDelay|portState)\s+(\S+)", re.M)
 TRACKING_STATES = {"SLAVE", "UNCALIBRATED"}  # a free-running slave stays UNCALIBRATED
@@ -24,7 +24,7 @@ class PTPSource:
 
     def __init__(self, socket: str = "/var/run/ptp4l", pmc: str = "pmc", timeout: float = 1.0):
         self.socket, self.timeout = socket, timeout
-        self.pmc = shutil.which(pmc) or shutil.which(pmc, path="/usr/sbin:/sbin")
+        self.pmc = which(pmc)
         self.name = f"ptp:{socket}"
 
     def measure(self) -> Measurement:

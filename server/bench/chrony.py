@@ -9,7 +9,6 @@ reading of it has an offset of ~0: offsets and steps need tests.timesync.ntp_res
 from __future__ import annotations
 
 import contextlib
-import shutil
 import socket
 import subprocess
 import time
@@ -18,10 +17,12 @@ from pathlib import Path
 
 import ntplib
 
+from timesync.tools import which
+
 
 def chronyd_path() -> str | None:
     """chronyd's path, or None when chrony is not installed (it lives in /usr/sbin)."""
-    return shutil.which("chronyd") or shutil.which("chronyd", path="/usr/sbin:/sbin")
+    return which("chronyd")
 
 
 def _free_udp_port() -> int:

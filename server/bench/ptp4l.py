@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from timesync.measurement import Measurement
+from timesync.tools import which
 
 CONFIG = """[global]
 free_running 1
@@ -29,7 +30,7 @@ def missing() -> str | None:
     if os.geteuid() != 0:
         return "needs root for network namespaces"
     for tool in ("ip", "ptp4l", "pmc"):
-        if not (shutil.which(tool) or shutil.which(tool, path="/usr/sbin:/sbin")):
+        if not which(tool):
             return f"{tool} is not installed (linuxptp, iproute2)"
     return None
 
