@@ -18,6 +18,8 @@ from .api import ApiError, read_json, require_host, role_from, submit
 
 SAMPLE_RATE = 48_000
 ANSWERED_KEPT = 500  # chat ids remembered as answered (more than the chat buffer holds)
+# ATSC IS-191: sound at most 15 ms ahead of the picture, 45 ms behind (as picture − sound)
+ATSC = (-45.0, 15.0)
 
 
 class HostDesk:
@@ -117,10 +119,6 @@ def _quantile(ordered: list[float], q: float) -> float | None:
 
 def _median(values: list[float]) -> float | None:
     return round(statistics.median(values), 1) if values else None
-
-
-# ATSC IS-191: sound at most 15 ms ahead of the picture, 45 ms behind (as picture − sound)
-ATSC = (-45.0, 15.0)
 
 
 async def answer_chat(request: web.Request) -> web.Response:

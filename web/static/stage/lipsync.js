@@ -212,11 +212,11 @@ export class DrawnOnsets {
   }
 
   /**
-   * After drawing at sample `s`. `correctionMs` is added to each offset: the heard clock's
-   * remaining error as measured at speech onsets (ms by which the sound runs ahead of it).
+   * After drawing at sample `s` the timeline frame `f` (VisemeTrack.frameAt(s), or null).
+   * `correctionMs` is added to each offset: the heard clock's remaining error as measured at
+   * speech onsets (ms by which the sound runs ahead of it).
    */
-  frame(track, s, correctionMs = 0) {
-    const f = s === null ? null : track.frameAt(s);
+  frame(f, s, correctionMs = 0) {
     if (!f || f === this.shown || f.viseme === "sil") return;
     this.shown = f;
     if (this.pending.length < this.max) this.pending.push((s - f.start) / PER_MS + correctionMs);

@@ -40,9 +40,10 @@ const link = new Link({
     else if (name === "utterance") stopped.has(data.id) || heardNext(data);
     else if (name === "interrupt") {
       for (const id of data.utterances ?? []) stopped.add(id);
-      visemes.cut(data.at_sample, data.role ?? null);
-      captions.cut(data.at_sample, data.role ?? null);
-      duckUntil(data);
+      const role = data.role ?? null;
+      const at = role === null ? duckUntil(data) : data.at_sample;
+      visemes.cut(at, role);
+      captions.cut(at, role);
     } else if (name === "chat") chat.show(data);
   },
   onTrack(stream, receiver, info) {
@@ -81,18 +82,17 @@ const chat = new ChatColumn(
 );
 
 // An interrupt of the whole show silences the audio already buffered here at once, rather than
-// when the heard sample reaches the cut; a role's interrupt leaves the others' speech alone.
+// when the heard sample reaches the cut (a role's interrupt leaves the others' speech alone).
 // The page ducks even when its clock says the cut has been heard (the clock can be tens of ms
 // off while the jitter buffer stretches), and opens again just before the next line: the
-// stream carries only silence until then.
+// stream carries only silence until then. Returns where the timeline is cut: the mouth stops
+// with the sound, at the sample heard now if that comes before the interrupt's.
 function duckUntil(data) {
   const heardNow = clock ? clock.sampleAt(performance.now()) : null;
-  if ((data.role ?? null) !== null || heardNow === null) return;
+  if (heardNow === null) return data.at_sample;
   duck = { at: data.at_sample, next: null };
   hearing.duck();
-  const cut = Math.min(heardNow, data.at_sample);
-  visemes.cut(cut, null); // the mouth stops with the sound
-  captions.cut(cut, null);
+  return Math.min(heardNow, data.at_sample);
 }
 
 function heardNext(phrase) {
@@ -152,14 +152,11 @@ function frame(now) {
   avatar.setVisemes(sample === null ? {} : visemes.weightsAt(sample));
   avatar.update(dt / 1000, now / 1000);
   avatar.render();
-  heard = {
-    sample,
-    viseme: sample === null ? "sil" : visemes.visemeAt(sample),
-    mouth: avatar.mouthOpen,
-  };
+  const shown = sample === null ? null : visemes.frameAt(sample);
+  heard = { sample, viseme: shown?.viseme ?? "sil", mouth: avatar.mouthOpen };
   if (sample !== null) {
     // what the clock still gets wrong at heard onsets (positive: the mouth leads) counts too
-    onsets.frame(visemes, sample, -(calibration.remainingMs(clock.calibrationMs) ?? 0));
+    onsets.frame(shown, sample, -(calibration.remainingMs(clock.calibrationMs) ?? 0));
     visemes.prune(sample);
     showCaption(captions.at(sample));
   }
