@@ -110,12 +110,16 @@ def test_answer_with_garbage_body_is_400(tone_server):
 def test_answer_when_the_queue_is_full_is_429_and_stays_answerable(tone_server):
     async def run():
         c, chat_id = await viewer_chat(tone_server, "one more question")
-        long_line = " ".join(["word"] * 30)  # 9 s of tones: the worker stays busy
-        accepted = []
-        for _ in range(tone_server.cfg.stage.queue_size + 2):
+        long_line = " ".join(["word"] * 30)  # 9 s of tones
+        # The worker schedules speech up to max_ahead_s ahead and then waits inside a line, so
+        # how many lines it has taken off the queue depends on timing: say lines until the
+        # stage refuses one; the queue is full from then on while that line is being placed.
+        accepted, status = [], 202
+        for _ in range(tone_server.cfg.stage.queue_size + 6):
             status, body = await say(tone_server, long_line)
-            if status == 202:
-                accepted.append(body["utterance_id"])
+            if status != 202:
+                break
+            accepted.append(body["utterance_id"])
         refused = await request(tone_server, "POST", "/api/v1/chat/answer", {"id": chat_id})
         show = (await request(tone_server, "GET", "/api/v1/show"))[1]
         await request(tone_server, "POST", "/api/v1/interrupt", {})
@@ -124,9 +128,10 @@ def test_answer_when_the_queue_is_full_is_429_and_stays_answerable(tone_server):
         if retry[0] == 202:
             await until_final(tone_server, retry[1]["utterance_id"], timeout=30)
         await c.disconnect()
-        return refused, show, finals, retry, chat_id
+        return status, refused, show, finals, retry, chat_id
 
-    refused, show, finals, retry, chat_id = asyncio.run(run())
+    status, refused, show, finals, retry, chat_id = asyncio.run(run())
+    assert status == 429, "the stage never refused a line"
     assert refused[0] == 429 and "full" in refused[1]["error"]
     assert len(show["queue"]) == show["queue_max"]
     assert all(f["state"] in ("done", "interrupted") for f in finals)
