@@ -11,8 +11,11 @@ growing honestly with the time since the last one.
 Each reading's variance is its source's jitter as observed (a source's own error is a bound:
 NTP's, half the round trip, is several times its real spread), plus the worst case of the
 delay the reading waited beyond the source's recent minimum: one that sat 20 ms in one queue
-can be 10 ms off, and weighs accordingly. PTP's microsecond jitter thus outweighs NTP's
-milliseconds a millionfold while it is healthy, and NTP carries the clock when it is not.
+can be 10 ms off, and weighs accordingly. A source's bias is no jitter, and no averaging
+removes it: while a source with a tighter bound reports, each reading also counts the bias
+bound it has beyond that one. So PTP (±1 µs) outweighs NTP (half a round trip) even where
+NTP's readings are as steady as PTP's, as on loopback, and NTP carries the clock when PTP
+is gone.
 """
 
 from __future__ import annotations
@@ -44,17 +47,28 @@ class SourceState:
     weight: float = 0.0  # share of the most recent update's information
     jitter: float | None = None  # s, σ of this source's readings as observed
     pairs: int = 0  # successive readings compared so far
+    interval: float = 0.0  # s, between this source's readings, smoothed
+    accepted_at: float | None = None  # monotonic time of the last reading the filter took
     _recent: deque = field(default_factory=lambda: deque(maxlen=16), repr=False)
     _last: tuple[float, float] | None = field(default=None, repr=False)
 
-    def variance(self, m: Measurement) -> float:
-        """This reading's variance: the source's observed jitter (its own error bound until
-        there is some), plus the worst case of the delay beyond the recent minimum: all of it
-        on one side, half of it in offset."""
+    def remember(self, m: Measurement) -> None:
+        """Keep this reading's delay and bound among the recent ones."""
         self._recent.append((m.delay, m.error))
+
+    def variance(self, m: Measurement, best_bias: float) -> float:
+        """This reading's variance: the source's observed jitter (its own error bound until
+        there is some), plus the worst case of the delay beyond the recent minimum (all of it
+        on one side, half of it in offset), plus the bias this source may carry beyond the
+        least-biased source now reporting (`best_bias`)."""
         excess = m.delay - min(d for d, _ in self._recent)
         jitter = max(m.error if self.jitter is None else self.jitter, 1e-7)
-        return jitter**2 + (excess / 2) ** 2
+        return jitter**2 + (excess / 2) ** 2 + max(self.bias_bound - best_bias, 0.0) ** 2
+
+    def current(self, now: float) -> bool:
+        """Whether the filter took a reading of this source lately: within four of its own
+        poll intervals (a falseticker's or an outlier's tight bound sets no standard)."""
+        return self.accepted_at is not None and now - self.accepted_at <= 4 * max(self.interval, 1)
 
     @property
     def bias_bound(self) -> float:
@@ -77,6 +91,7 @@ class SourceState:
         else:
             o, t = self._last
             dt = at - t
+            self.interval += (dt - self.interval) / min(self.pairs + 1, 8)
             change = offset - o - drift * dt
             sample = max(change * change - drift_var * dt * dt, 0.0) / 2
             j2 = self.jitter**2
@@ -160,7 +175,11 @@ class FusedClock:
             state.failed += 1
             return False
         offset = m.offset + system_minus_oscillator
-        variance = state.variance(m)
+        state.remember(m)
+        best_bias = min(
+            s.bias_bound for s in self.sources.values() if s is state or s.current(m.at)
+        )
+        variance = state.variance(m, best_bias)
         self._advance_filter(m.at)
         if not self._synced:
             self.filter.x[0] = offset
@@ -181,6 +200,7 @@ class FusedClock:
         state.learn(offset, m.at, m.error, self.filter.drift, float(self.filter.p[1, 1]))
         if accepted:
             state.accepted += 1
+            state.accepted_at = m.at
         else:
             state.rejected += 1
             log.warning("clock: %s reading %.6f s rejected as an outlier", m.source, offset)

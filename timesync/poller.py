@@ -60,7 +60,10 @@ class SourcePoller:
             [m for s, m in zip(sources, readings, strict=True) if isinstance(s, NTPSource)]
         )
         accepted = 0
-        for source, m in zip(sources, readings, strict=True):
+        # tightest first: on a fresh clock the first good reading sets the start-up step,
+        # and a reply that waited 10 ms in a busy server's queue may be 5 ms off
+        pairs = sorted(zip(sources, readings, strict=True), key=lambda p: p[1].error)
+        for source, m in pairs:
             if not m.ok:
                 if source.name not in self._warned:
                     log.warning("time source %s unavailable: %s", source.name, m.reason)

@@ -48,6 +48,8 @@ def test_bench_clock_reads_the_live_fixtures_or_says_why_not(capsys):
             assert int(rows[fixture]["readings"]) > 0, rows[fixture]
         else:
             assert fixture not in rows
+    both = chronyd_path() is not None and missing() is None
+    assert ("both, fused together" in rows) == both
     if chronyd_path() is None:
         assert "skipped: chrony" in out
     if missing() is not None:

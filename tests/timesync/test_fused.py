@@ -142,3 +142,27 @@ def test_the_server_follows_a_configured_ntp_server_and_warns_about_a_dead_one()
     by_name = {s["name"]: s for s in body["sources"]}
     assert by_name[f"ntp:127.0.0.1:{ntp.port}"]["last_offset"] == pytest.approx(0.2, abs=0.02)
     assert by_name[f"ntp:127.0.0.1:{dead}"]["failed"] >= 1
+
+
+def test_a_steady_but_biased_source_yields_to_the_tighter_one_while_it_reports():
+    # loopback NTP is as steady as PTP but only good to half its round trip (here ±20 µs,
+    # 10 µs off); PTP is good to ±1 µs. Fused, the clock must follow PTP, and NTP alone once
+    # PTP goes quiet — at its own full weight, not held down by a source that left.
+    sim, rng = SimTime(), np.random.default_rng(5)
+    clock = FusedClock(monotonic=sim, wall_at_start=0.0)
+    ptp_on, turn = True, iter(range(10**6))
+
+    def both(t):  # one second PTP, the next NTP
+        if next(turn) % 2 and ptp_on:
+            return Measurement("ptp", rng.normal(0, 2e-7), 2e-6, 1e-6, t)
+        return Measurement("ntp", 10e-6 + rng.normal(0, 2e-7), 40e-6, 20e-6, t)
+
+    run(clock, sim, 1500, both)  # long enough to learn that NTP is as steady as PTP
+    assert abs(clock.filter.offset) < 3e-6, "the fused clock followed NTP's bias"
+    assert clock.sources["ptp"].weight > 10 * clock.sources["ntp"].weight
+    # biased within its own bound is no outlier: not one NTP reading was refused (or logged)
+    assert clock.sources["ntp"].rejected == 0
+    ptp_on = False
+    run(clock, sim, 60, both)
+    assert clock.filter.offset == pytest.approx(10e-6, abs=2e-6)
+    assert clock.sources["ntp"].weight > 0.01

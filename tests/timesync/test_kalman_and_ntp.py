@@ -8,7 +8,7 @@ import pytest
 from tests.timesync.ntp_responder import NTPResponder
 from timesync.kalman import OffsetDriftFilter
 from timesync.measurement import Measurement
-from timesync.ntp import NTPSource, consensus
+from timesync.ntp import NTPSource, consensus, from_ntp, to_ntp
 from timesync.protocol import offset_and_delay
 
 
@@ -55,6 +55,18 @@ def test_ntp_source_reads_an_injected_offset_on_loopback():
     assert m.ok, m.reason
     assert m.offset == pytest.approx(0.250, abs=0.005)
     assert 0 <= m.delay < 0.05 and m.error < 0.05
+
+
+def test_ntp_timestamps_keep_the_nanosecond():
+    ns = 1_796_070_176_443_946_123
+    assert abs(from_ntp(to_ntp(ns)) - ns) <= 1  # 2^-32 s steps: a float would keep 0.5 µs
+
+
+def test_a_reply_that_does_not_echo_the_request_is_not_taken():
+    with NTPResponder(offset=0.250) as server:
+        server.bogus_origin = True
+        m = NTPSource("127.0.0.1", port=server.port, timeout=0.2).measure()
+    assert not m.ok and "timed out" in m.reason
 
 
 def test_a_silent_or_unsynchronised_server_is_a_failed_reading_not_a_crash():

@@ -92,6 +92,14 @@ def test_a_reading_whose_error_reaches_the_consensus_is_kept():
     assert [m.source for m in kept] == ["a", "b"]  # 3 ms off and ±1 ms: a falseticker
 
 
+def test_two_servers_answered_late_do_not_outvote_the_one_answered_at_once():
+    # on a busy machine two replies sat 1 ms in their servers' queues: both read ~0.5 ms off,
+    # within their own ±0.5 ms; the prompt one's tight interval lies inside theirs
+    late = [Measurement(n, 0.3005, 0.001, 0.0005, 0.0) for n in ("a", "b")]
+    kept = consensus([*late, Measurement("c", 0.300004, 4e-5, 2e-5, 0.0)])
+    assert [m.source for m in kept] == ["a", "b", "c"]
+
+
 def test_the_ntp_version_is_configurable():
     cfg = load_config(None, env={"ALLNIGHTER_NTP_VERSION": "3", "ALLNIGHTER_NTP_SERVERS": "h:1"})
     assert cfg.time.ntp_version == 3
@@ -120,3 +128,17 @@ def test_ptp_is_read_at_its_own_short_interval_while_ntp_backs_off():
     states = poller.clock.sources
     assert states[f"ntp:127.0.0.1:{ntp.port}"].accepted == 1
     assert states["ptp:/nonexistent/ptp4l"].failed >= 5  # absent, and asked again each time
+
+
+def test_the_start_up_step_is_taken_from_the_rounds_tightest_reading():
+    class Reading:  # a source that read what it is given
+        def __init__(self, name: str, offset: float, error: float):
+            self.name, self.m = name, Measurement(name, offset, 2 * error, error, 0.0)
+
+        def measure(self) -> Measurement:
+            return self.m
+
+    late, prompt = Reading("late", 0.306, 0.006), Reading("prompt", 0.300, 2e-5)
+    poller = SourcePoller(FusedClock(), [late, prompt])
+    rounds(poller, 1)
+    assert poller.clock.now() - poller.clock.oscillator() == pytest.approx(0.300, abs=0.001)
