@@ -66,11 +66,15 @@ class TokenPiece:
     `text` is "" for a token that completes no character yet (part of a multi-byte
     UTF-8 sequence); its bytes show up in a later piece. `index` counts generated
     tokens from 0. `decoded_at` is time.perf_counter() when the model produced it.
+    `decode_s` is how long the model computed it, from when it was free to go on after
+    the previous token (a caller holding it between tokens is not decoding); None for
+    the first token, which includes reading the prompt.
     """
 
     text: str
     index: int
     decoded_at: float
+    decode_s: float | None = None
 
 
 def _stderr(message: str) -> None:
@@ -86,18 +90,21 @@ class _QueueStreamer(BaseStreamer):
         self._out = out
         self._between = between_tokens
         self._prompt_seen = False
+        self._resumed: float | None = None  # when the model went on after the last token
 
     def put(self, value: torch.Tensor) -> None:
         now = time.perf_counter()
         if not self._prompt_seen:  # generate() first echoes the prompt ids: skip them
             self._prompt_seen = True
             return
+        decode = None if self._resumed is None else now - self._resumed
         for token_id in value.reshape(-1).tolist():
-            self._out.put((int(token_id), now))
+            self._out.put((int(token_id), now, decode))
         # generate() hands a token to the streamer just before it computes the next one:
         # the caller may hold it here (see `between_tokens` in ChatLLM.stream)
         if self._between is not None:
             self._between()
+        self._resumed = time.perf_counter()
 
     def end(self) -> None:
         pass  # the thread wrapper posts the end marker, also when generate() raises
@@ -276,7 +283,7 @@ class ChatLLM:
                     break
                 if isinstance(item, BaseException):
                     raise item
-                token_id, produced_at = item
+                token_id, produced_at, decode_s = item
                 if token_id in self._special_ids:
                     continue  # e.g. <|im_end|>: not part of the reply
                 ids.append(token_id)
@@ -288,7 +295,7 @@ class ChatLLM:
                     piece, emitted = text[len(emitted) :], text
                 if cancel.is_set():
                     break
-                yield TokenPiece(piece, index, produced_at)
+                yield TokenPiece(piece, index, produced_at, decode_s)
                 index += 1
         finally:
             closed.set()

@@ -67,6 +67,14 @@ def test_host_says_a_line_from_the_panel_and_the_stage_hears_it(browser: Browser
     done = page.locator("#recent li[data-state=done]", has_text=line)
     expect(done).to_be_visible(timeout=60_000)
     expect(done.locator(".ttfa")).to_have_text(re.compile(r"^\d+ ms$|^\d+\.\d s$"))
+    # where its time went: text to audio at the server, then the stage tab's heard and drawn
+    # times of its first voiced viseme (reported every 5 s)
+    expect(done.locator(".xmodal")).to_contain_text("text→audio")
+    xmodal = re.compile(r"picture−heard [+-]?\d+ ms \(\d+ viewers?\)")
+    expect(done.locator(".xmodal")).to_contain_text(xmodal, timeout=15_000)
+    # these tests run without the ASR checker (CPU): the panel says so, and lists nothing
+    expect(page.locator("#check-state")).to_have_text("off")
+    expect(page.locator("#flagged-empty")).to_be_visible()
     screenshot(page, "host-panel")
 
     heard = records(stage, since)

@@ -22,6 +22,7 @@ from .metrics import Metrics
 from .peers import ViewerPeers
 from .signals import Signals
 from .stage import Stage
+from .stalls import StallWatch
 from .tasks import cancel_and_wait
 from .timeline import SpeechTimeline
 
@@ -113,7 +114,7 @@ def build_app(
     _add_vendor_routes(app, web_dir / "node_modules")
 
     async def on_startup(app: web.Application) -> None:
-        media = MediaClock()
+        media = MediaClock(rate_ppm=cfg.stage.clock_skew_ppm)
         timeline = SpeechTimeline()
         broadcast = Broadcast(media, timeline)
         app["media_clock"], app["timeline"], app["broadcast"] = media, timeline, broadcast
@@ -121,11 +122,14 @@ def build_app(
         broadcast.start()
         loop = asyncio.get_running_loop()
         app["time_task"] = loop.create_task(poller.run(), name="timesync")
-        app["lag_task"] = loop.create_task(_watch_loop_lag(metrics))
+        app["stall_watch"] = watch = StallWatch()
+        watch.start()
+        app["lag_task"] = loop.create_task(_watch_loop_lag(metrics, watch))
         app["load_task"] = loop.create_task(_bring_up(app, models))
 
     async def on_cleanup(app: web.Application) -> None:
         await cancel_and_wait(app["load_task"], app["lag_task"], app["time_task"])
+        app["stall_watch"].stop()
         if app["live"].get("stage") is not None:
             await app["live"]["stage"].stop()
         if app["live"].get("feedback") is not None:
@@ -157,10 +161,15 @@ async def _bring_up(app: web.Application, models: Models | None) -> None:
     app["live"]["models"] = models  # a restarted server in the same process can reuse them
     feedback = None
     if models.asr is not None and cfg.feedback.enabled:
+        fc = cfg.feedback
         feedback = SpeechFeedback(
-            models.asr, app["metrics"], cfg.feedback.queue_size, models.asr_thread
+            models.asr,
+            app["metrics"],
+            fc.queue_size,
+            models.asr_thread,
+            flag_wer=fc.flag_wer,
+            correct_visemes=fc.correct_visemes,
         )
-        feedback.start()
     app["live"]["feedback"] = feedback
     stage = Stage(
         cfg,
@@ -175,16 +184,21 @@ async def _bring_up(app: web.Application, models: Models | None) -> None:
         app["time"],
     )
     stage.start()
+    if feedback is not None:
+        feedback.start()
     app["signals"].upcoming = stage.upcoming
+    app["signals"].on_utterance_onset = stage.viewer_onset
     app["live"]["stage"] = stage
     log.info("the show is live")
 
 
-async def _watch_loop_lag(metrics: Metrics, period: float = 0.1) -> None:
-    """Measure how late the event loop wakes up: the cost of anything that blocks it."""
+async def _watch_loop_lag(metrics: Metrics, watch: StallWatch, period: float = 0.1) -> None:
+    """Measure how late the event loop wakes up: the cost of anything that blocks it. Each
+    wake-up is also the stall watch's heartbeat."""
     while True:
         t = time.monotonic()
         await asyncio.sleep(period)
+        watch.beat()
         metrics.loop_lag.observe(max(0.0, time.monotonic() - t - period))
 
 
@@ -203,8 +217,9 @@ def _add_vendor_routes(app: web.Application, node_modules: Path) -> None:
 
 def _page(template: str) -> Any:
     async def handler(request: web.Request) -> web.Response:
-        return aiohttp_jinja2.render_template(
-            template, request, {"roles": request.app["config"].roles}
-        )
+        cfg = request.app["config"]
+        stage = cfg.stage
+        lips = {"viseme_lead_ms": stage.viseme_lead_ms, "viseme_hold_ms": stage.viseme_hold_ms}
+        return aiohttp_jinja2.render_template(template, request, {"roles": cfg.roles, **lips})
 
     return handler

@@ -43,6 +43,7 @@ class EmittedFrame:
     voiced: bool
     utterances: frozenset[str]
     left_at: float  # monotonic time the packet was handed to listeners
+    pcm: np.ndarray  # the samples it carried (observers must not change them)
 
 
 def is_voiced(pcm: np.ndarray) -> bool:
@@ -161,6 +162,10 @@ class Broadcast:
                     log.warning("broadcast stalled; skipped %d frames", behind)
                 elif behind >= 2:
                     self.frames_late += 1
+                # Catching up, frame after frame: let the viewers' senders and everything else
+                # on the loop run between them. Without this a late broadcast kept the loop to
+                # itself until it was on time again, and the packets left in one burst.
+                await asyncio.sleep(0)
             self._emit_next()
 
     def _voiced_at(self, start: int) -> bool:
@@ -183,6 +188,7 @@ class Broadcast:
             voiced=is_voiced(pcm),
             utterances=frozenset(heard),
             left_at=time.monotonic(),
+            pcm=pcm,
         )
         for observe in self._observers:
             try:

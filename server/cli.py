@@ -60,8 +60,19 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument(
         "--seconds", type=float, default=60.0, help="viewers, lipsync: seconds per count"
     )
-    b.add_argument("--utterances", type=int, default=30, help="lipsync: lines measured")
-    b.add_argument("--pages", default="1,10", help="lipsync: pages open at once to try")
+    b.add_argument("--utterances", type=int, default=100, help="lipsync: lines measured")
+    b.add_argument(
+        "--continuous-minutes",
+        type=float,
+        default=10.0,
+        help="lipsync: minutes of continuous speech, for drift; 0: none",
+    )
+    b.add_argument("--leads", default="", help="lipsync: leads (ms) to try, e.g. 0,8,15")
+    b.add_argument("--holds", default="", help="lipsync: with each lead, holds (ms) to try")
+    b.add_argument(
+        "--sweep-utterances", type=int, default=20, help="lipsync: lines for each lead tried"
+    )
+    b.add_argument("--pages", default="1,5,20", help="lipsync: pages open at once to try")
     b.add_argument(
         "--minutes", type=float, default=10.0, help="clock: simulated minutes measured a row"
     )

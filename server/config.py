@@ -52,6 +52,15 @@ class StageConfig:
     tts_buffer_phrases: int = 8  # phrases waiting for TTS; its fill level steers the window
     max_ahead_s: float = 20.0  # how far speech may be scheduled ahead of the broadcast
     history: int = 200  # finished utterances remembered for the host
+    # the broadcast clock's deliberate error against the machine's, for tests of drift
+    # handling (a viewer's audio clock differs by tens of ppm); 0 in production
+    clock_skew_ppm: float = 0.0
+    # the stage page draws the lips this far ahead of the sound: ATSC IS-191 lets the picture
+    # lead by up to 45 ms but lag by only 15, and lips move before the sound they shape
+    viseme_lead_ms: float = 6.0
+    # coarticulation: a viseme shorter than this stays in the mouth's shape, under the next
+    # ones of the same word, this long after its start (TalkingHead's ~120 ms reads smoother)
+    viseme_hold_ms: float = 0.0
 
 
 @dataclass
@@ -65,6 +74,8 @@ class ChatConfig:
 class FeedbackConfig:
     enabled: bool = True
     queue_size: int = 4  # phrases waiting for ASR; more are skipped (sampled), never waited for
+    flag_wer: float = 0.5  # a phrase whose words heard differ more than this is flagged
+    correct_visemes: bool = True  # move visemes by the drift the ASR hears (clamped steps)
 
 
 @dataclass
@@ -133,6 +144,11 @@ def _env_list(env: dict[str, str], name: str) -> list[str]:
     return [item.strip() for item in env.get(name, "").split(",") if item.strip()]
 
 
+def _number(value: Any) -> bool:
+    """An int or a float from TOML or the environment (TOML's true is an int to Python)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def load_config(path: str | Path | None = None, env: dict[str, str] | None = None) -> Config:
     """Defaults, then the TOML file, then the environment (ALLNIGHTER_HOST_TOKEN)."""
     env = os.environ if env is None else env
@@ -156,6 +172,18 @@ def load_config(path: str | Path | None = None, env: dict[str, str] | None = Non
     polls = (t.min_poll_s, t.max_poll_s, t.ptp_poll_s)
     if not all(isinstance(p, int | float) and p > 0 for p in polls) or t.min_poll_s > t.max_poll_s:
         raise ValueError("poll intervals must be positive seconds, min_poll_s <= max_poll_s")
+    skew = cfg.stage.clock_skew_ppm
+    if not _number(skew) or abs(skew) > 1000:
+        raise ValueError(f"stage.clock_skew_ppm must be a number within ±1000, not {skew!r}")
+    for name, most in (("viseme_lead_ms", 100), ("viseme_hold_ms", 200)):
+        ms = getattr(cfg.stage, name)
+        if not _number(ms) or not 0 <= ms <= most:
+            raise ValueError(f"stage.{name} must be a number from 0 to {most}, not {ms!r}")
+    fb = cfg.feedback
+    if not _number(fb.flag_wer) or fb.flag_wer < 0:
+        raise ValueError(f"feedback.flag_wer must be a number >= 0, not {fb.flag_wer!r}")
+    if not isinstance(fb.correct_visemes, bool):
+        raise ValueError("feedback.correct_visemes must be true or false")
     if not cfg.host_token:
         cfg.host_token = secrets.token_urlsafe(24)
         cfg.token_generated = True

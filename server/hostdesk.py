@@ -8,18 +8,20 @@ interrupted or reported failed like any other.
 
 from __future__ import annotations
 
-import statistics
 from collections import OrderedDict
 from typing import Any
 
 from aiohttp import web
 
 from .api import ApiError, read_json, require_host, role_from, submit
+from .utterances import rounded_median
 
 SAMPLE_RATE = 48_000
 ANSWERED_KEPT = 500  # chat ids remembered as answered (more than the chat buffer holds)
 # ATSC IS-191: sound at most 15 ms ahead of the picture, 45 ms behind (as picture − sound)
 ATSC = (-45.0, 15.0)
+# EBU R37: sound at most 40 ms ahead of the picture, 60 ms behind
+EBU_R37 = (-60.0, 40.0)
 
 
 class HostDesk:
@@ -71,6 +73,7 @@ async def show(request: web.Request) -> web.Response:
             **snap,
             "queue_max": queue_max,
             "viewers": viewers(app),
+            "speech_check": speech_check(app),
             "chat": chat,
             "health": health,
             "roles": [r.name for r in app["config"].roles],
@@ -97,28 +100,37 @@ def viewers(app: web.Application) -> dict[str, Any]:
         "webrtc": len(peers) if peers is not None else 0,
         "sockets": sockets,
         "reporting": len(stats),
-        "fps_median": _median(fps),
+        "fps_median": rounded_median(fps),
         "fps_min": round(min(fps), 1) if fps else None,
-        "lipsync_offset_ms_median": _median(lipsync),
+        "lipsync_offset_ms_median": rounded_median(lipsync),
         "lipsync_offset_ms_worst": round(max(lipsync, key=abs), 1) if lipsync else None,
-        "clock_offset_ms_median": _median(clock),
+        "clock_offset_ms_median": rounded_median(clock),
         "dropped_frames": int(sum(dropped)) if dropped else None,
         "frame_jitter_ms_worst": round(max(jitter), 1) if jitter else None,
         # picture − sound at the viseme onsets the pages drew lately (positive: the mouth late)
-        "lipsync_drawn_ms_p50": _median(drawn),
+        "lipsync_drawn_ms_p50": rounded_median(drawn),
         "lipsync_drawn_ms_p95_abs": _quantile(magnitudes, 0.95),
-        "lipsync_drawn_in_atsc": (
-            round(sum(ATSC[0] <= ms <= ATSC[1] for ms in drawn) / len(drawn), 3) if drawn else None
-        ),
+        "lipsync_drawn_in_atsc": in_window(drawn, ATSC),
+        "lipsync_drawn_in_r37": in_window(drawn, EBU_R37),
     }
+
+
+def speech_check(app: web.Application) -> dict[str, Any] | None:
+    """The ASR feedback's counts, drift, correction and flagged phrases (None when it is off)."""
+    feedback = app["live"].get("feedback")
+    return feedback.summary() if feedback is not None else None
+
+
+def in_window(offsets: list[float], window: tuple[float, float]) -> float | None:
+    """The share (0..1) of picture − sound offsets inside a broadcast window; None for none."""
+    if not offsets:
+        return None
+    low, high = window
+    return round(sum(low <= ms <= high for ms in offsets) / len(offsets), 3)
 
 
 def _quantile(ordered: list[float], q: float) -> float | None:
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 1) if ordered else None
-
-
-def _median(values: list[float]) -> float | None:
-    return round(statistics.median(values), 1) if values else None
 
 
 async def answer_chat(request: web.Request) -> web.Response:

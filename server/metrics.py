@@ -13,6 +13,12 @@ FINE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.2, 0
 # picture − sound (ms): the edges of ATSC IS-191 (+45/−15 for sound behind/ahead, here the
 # picture's view: −45 … +15) and EBU R37 (−60 … +40) are bucket edges
 LIPSYNC_BUCKETS = (-100, -60, -45, -30, -15, -10, -5, 0, 5, 10, 15, 30, 40, 60, 100)
+# one utterance's offsets between modalities (ms): picture − heard is lip-sync (tens of ms,
+# ATSC's −45/+15 are edges), heard − audio a viewer's playout delay and audio − text the
+# pipeline's latency (hundreds of ms, seconds when the queue or LLM is slow)
+CROSS_MODAL_BUCKETS = (
+    -500, -250, -100, -45, -15, 0, 15, 45, 100, 200, 300, 500, 750, 1000, 1500, 2000, 3000, 5000
+)  # fmt: skip
 
 
 class Metrics:
@@ -98,6 +104,14 @@ class Metrics:
             buckets=(1, 2, 4, 8, 16, 33, 50, 100, 250),
             registry=r,
         )
+        self.cross_modal = Histogram(
+            "allnighter_cross_modal_offset_ms",
+            "Per utterance: audio minus text once, heard minus audio and picture minus heard per"
+            " viewer (fused clock)",
+            ["pair"],
+            buckets=CROSS_MODAL_BUCKETS,
+            registry=r,
+        )
         self.asr_wer = Histogram(
             "allnighter_asr_word_error_rate",
             "Words heard by ASR vs phrase text",
@@ -113,6 +127,22 @@ class Metrics:
         self.asr_skipped = Counter(
             "allnighter_asr_phrases_skipped",
             "Phrases not checked by ASR (busy)",
+            registry=r,
+        )
+        self.asr_flagged = Counter(
+            "allnighter_asr_phrases_flagged",
+            "Phrases whose words heard by ASR differ from their text beyond the flag WER",
+            registry=r,
+        )
+        self.asr_drift = Gauge(
+            "allnighter_asr_drift_seconds",
+            "Heard minus planned word start, less the same on Piper's own sound of the phrase"
+            " (median of recent phrases)",
+            registry=r,
+        )
+        self.viseme_correction = Gauge(
+            "allnighter_viseme_correction_seconds",
+            "How much later than Piper's alignments visemes are planned (ASR feedback)",
             registry=r,
         )
 

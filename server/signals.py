@@ -31,9 +31,13 @@ STAT_FIELDS = {
     "lipsync_calibration_ms",
     "render_scale",
     "frame_jitter_ms",
+    "visemes_seen_share",
 }
 ONSETS_PER_REPORT = 200  # lip-sync offsets a page may send in one client_stats
 ONSETS_KEPT = 200  # per viewer, for the host panel's figures
+UTTERANCE_ONSETS_PER_REPORT = 50  # utterances' first voiced visemes a page may report at once
+UTTERANCE_ID_CHARS = 64
+UTTERANCE_ONSET_FIELDS = ("id", "sample", "heard_ms", "drawn_ms")  # all that is passed on
 RECENT_CHAT = 50  # viewer chat messages kept for the host panel
 
 
@@ -80,6 +84,11 @@ class Signals:
         self.recent_chat: deque[dict] = deque(maxlen=RECENT_CHAT)
         # set once the stage runs: events of speech still to come, for viewers who join now
         self.upcoming: Callable[[], list[tuple[str, dict]]] = list
+        # set once the stage runs: a viewer's (sid) record of when it heard and saw an
+        # utterance's first voiced viseme, for the utterance's cross-modal offsets
+        self.on_utterance_onset: Callable[[str, dict], None] = lambda sid, onset: None
+        # called with (sid, report) for each valid client_stats (the benches listen here)
+        self.report_listeners: list[Callable[[str, dict], None]] = []
         self.sio.on("connect", self._connect)
         self.sio.on("disconnect", self._disconnect)
         self.sio.on("chat", self._chat)
@@ -135,6 +144,13 @@ class Signals:
         onsets = data.get("lipsync_onsets_ms", [])
         if not isinstance(onsets, list) or len(onsets) > ONSETS_PER_REPORT:
             return error(f"lipsync_onsets_ms must be a list of at most {ONSETS_PER_REPORT}")
+        utterance_onsets = data.get("utterance_onsets", [])
+        if not _valid_utterance_onsets(utterance_onsets):
+            return error(
+                f"utterance_onsets must be a list of at most {UTTERANCE_ONSETS_PER_REPORT}"
+                f' {{"id": string of at most {UTTERANCE_ID_CHARS}, "sample": int >= 0,'
+                ' "heard_ms": number, "drawn_ms": number}'
+            )
         stats = {k: v for k, v in data.items() if k in STAT_FIELDS and _finite(v)}
         self.client_stats[sid] = stats
         if _finite(jitter := stats.get("frame_jitter_ms")):
@@ -144,7 +160,33 @@ class Signals:
             self.metrics.lipsync.observe(ms)
             self.metrics.viewer_lipsync.labels(sid).observe(ms)
             kept.append(ms)
+        for first in utterance_onsets:
+            self.on_utterance_onset(sid, {k: first[k] for k in UTTERANCE_ONSET_FIELDS})
+        for listen in self.report_listeners:
+            listen(sid, data)
         return {"ok": True}
+
+
+def _valid_utterance_onsets(value: Any) -> bool:
+    """A page's `utterance_onsets`: where and when it drew each utterance's first voiced viseme."""
+    return (
+        isinstance(value, list)
+        and len(value) <= UTTERANCE_ONSETS_PER_REPORT
+        and all(map(_valid_utterance_onset, value))
+    )
+
+
+def _valid_utterance_onset(item: Any) -> bool:
+    return (
+        isinstance(item, dict)
+        and isinstance(item.get("id"), str)
+        and len(item["id"]) <= UTTERANCE_ID_CHARS
+        and isinstance(item.get("sample"), int)
+        and not isinstance(item["sample"], bool)
+        and item["sample"] >= 0
+        and _finite(item.get("heard_ms"))
+        and _finite(item.get("drawn_ms"))
+    )
 
 
 def _finite(value: Any) -> bool:

@@ -25,11 +25,13 @@ from .config import Config, RoleConfig
 from .inference import ModelThread, stream_tokens
 from .mediaclock import MediaClock
 from .metrics import Metrics
+from .onsets import open_on_sound, sound_onsets
+from .phrasetap import PhraseTap
 from .resample import resample_int16
 from .speech import SpeechFirst, trim_lead_in
 from .tasks import cancel_and_wait
 from .timeline import Segment, SpeechTimeline
-from .utterances import FINAL_STATES, Utterance, UtteranceQueue, UtteranceState
+from .utterances import FINAL_STATES, Utterance, UtteranceQueue, UtteranceState, ViewerOnset
 from .visemes import visemes_from_alignment
 
 log = logging.getLogger(__name__)
@@ -76,6 +78,8 @@ class Stage:
         self._announced: deque[tuple[int, str, dict, dict]] = deque()
         self._speech_first = SpeechFirst()
         self._tts_thread = ModelThread("tts")
+        # the ASR feedback hears each phrase as the broadcast sent it
+        self._tap = PhraseTap(feedback.check) if feedback is not None else None
         self._worker: asyncio.Task | None = None
         broadcast.observe(self._on_frame)
 
@@ -111,6 +115,8 @@ class Stage:
         # then the viewers, before waiting for the speaker to wind down: their pages silence
         # what they have buffered as soon as they know. A phrase event of a stopped utterance
         # may still be on its way out; the ids let the pages drop it.
+        if self._tap is not None:
+            self._tap.forget(stopped)
         payload: dict[str, Any] = {"at_sample": at, "utterances": stopped}
         if role is not None:
             payload["role"] = role
@@ -202,7 +208,6 @@ class Stage:
         messages = self.llm.chat_messages(role.persona, utt.text)
         cancel = threading.Event()
         started = time.perf_counter()
-        last: float | None = None
         mc = self.cfg.models
         stream = stream_tokens(
             self.llm,
@@ -218,14 +223,16 @@ class Stage:
         try:
             async with contextlib.aclosing(stream) as pieces:
                 async for piece in pieces:
-                    if last is None:
+                    if piece.index == 0:
                         self.metrics.llm_ttft.observe(piece.decoded_at - started)
-                    else:
-                        dt = piece.decoded_at - last
-                        self.metrics.token_interval.observe(dt)
-                        if dt > TOKEN_ALIGNMENT_FRAMES * AUDIO_FRAME_STEP_S:
+                    if piece.decode_s is not None:
+                        # Δt ≤ N·Δa: text must keep pace with the audio it becomes (pauses
+                        # the speech-first gate makes between tokens are not decoding)
+                        self.metrics.token_interval.observe(piece.decode_s)
+                        utt.token_checks += 1
+                        if piece.decode_s > TOKEN_ALIGNMENT_FRAMES * AUDIO_FRAME_STEP_S:
                             self.metrics.token_alignment_violations.inc()
-                    last = piece.decoded_at
+                            utt.token_violations += 1
                     utt.tokens += 1
                     # decoded_at is on perf_counter: carry it over to the monotonic clock
                     mono = time.monotonic() - (time.perf_counter() - piece.decoded_at)
@@ -272,11 +279,19 @@ class Stage:
         while self.timeline.end_of(role.name) - self.broadcast.write_head > max_ahead:
             await asyncio.sleep(0.05)
         start = max(self.broadcast.write_head, self.timeline.end_of(role.name))
+        # the ASR feedback's correction: where the sound was heard against Piper's alignments
+        shift = self.feedback.correction_samples(self.clock.sample_rate) if self.feedback else 0
         track = visemes_from_alignment(
-            chunk.phonemes, start, chunk.sample_rate, self.clock.sample_rate
+            chunk.phonemes, start + shift, chunk.sample_rate, self.clock.sample_rate
         )
+        onsets = [start + o for o in sound_onsets(pcm, self.clock.sample_rate)]
+        frames = open_on_sound(track.frames, [o + shift for o in onsets], self.clock.sample_rate)
         if track.unknown:
             self.metrics.unknown_phonemes.inc(sum(track.unknown.values()))
+        if utt.cross_modal.audio_ms is None:
+            voiced = next((f.sample for f in frames if f.viseme != "sil"), None)
+            if voiced is not None:
+                self._audio_placed(utt, voiced)
         self.timeline.schedule(Segment(start, pcm, role.name, utt.id))
         if start == self.broadcast.write_head:
             self.broadcast.kick()
@@ -293,13 +308,14 @@ class Stage:
             "utterance_id": utt.id,
             "role": role.name,
             "sample_rate": self.clock.sample_rate,
-            "frames": [f.to_json() for f in track.frames],
+            "frames": [f.to_json() for f in frames],
+            "onsets": onsets,
         }
         self._announced.append((end, role.name, phrase_event, viseme_event))
         await self.emit("utterance", self._stamped(phrase_event))
         await self.emit("visemes", self._stamped(viseme_event))
-        if self.feedback is not None:
-            self.feedback.check(utt.id, phrase, pcm, start, chunk)
+        if self._tap is not None:
+            self._tap.expect(utt.id, phrase, start, len(pcm), chunk)
 
     def _speak_alone(self, text: str, style: Any) -> Any:
         """On the TTS thread: start Piper once the LLM has stepped aside."""
@@ -308,6 +324,8 @@ class Stage:
 
     # ---- observing the broadcast -----------------------------------------------------------
     def _on_frame(self, frame: EmittedFrame) -> None:
+        if self._tap is not None:
+            self._tap.frame(frame.start, frame.pcm)
         if frame.voiced:
             for utt_id in frame.utterances:
                 utt = self._find(utt_id)
@@ -335,6 +353,33 @@ class Stage:
                 ("visemes", self._stamped(viseme_event)),
             ]
         return events
+
+    # ---- the cross-modal offsets: text vs audio vs picture -------------------------------
+    def _audio_placed(self, utt: Utterance, sample: int) -> None:
+        """`utt`'s first voiced viseme is placed at `sample`: its audio against its text."""
+        cm = utt.cross_modal
+        cm.audio_ms = self.sample_ms(sample)
+        # a verbatim line is text from the moment it is accepted
+        cm.text_ms = utt.first_token_ms if utt.mode == "chat" else self.fused_ms(utt.accepted_at)
+        if cm.text_ms is not None:
+            self.metrics.cross_modal.labels("audio_minus_text").observe(cm.audio_ms - cm.text_ms)
+
+    def viewer_onset(self, sid: str, onset: dict) -> None:
+        """A viewer drew an utterance's first voiced viseme: its page's `utterance_onsets`
+        record {id, sample, heard_ms, drawn_ms} (fused ms), as Signals has checked it."""
+        utt = self._recorded(onset["id"])
+        if utt is None:
+            return  # an utterance long forgotten, or an id the page made up
+        seen = ViewerOnset(self.sample_ms(onset["sample"]), onset["heard_ms"], onset["drawn_ms"])
+        if utt.cross_modal.add_viewer(sid, seen):
+            offsets = self.metrics.cross_modal
+            offsets.labels("heard_minus_audio").observe(seen.heard_ms - seen.audio_ms)
+            offsets.labels("picture_minus_heard").observe(seen.picture_ms - seen.heard_ms)
+
+    def _recorded(self, utt_id: str) -> Utterance | None:
+        """An utterance still remembered: speaking, playing, or in the history."""
+        found = self._find(utt_id)
+        return found or next((u for u in reversed(self.history) if u.id == utt_id), None)
 
     # ---- stamping on the fused clock ----------------------------------------------------
     def fused_ms(self, mono: float) -> float:
@@ -365,14 +410,9 @@ class Stage:
                 kept.append((end, who, phrase_event, viseme_event))
             elif phrase_event["start_sample"] < at:
                 frames = [f for f in viseme_event["frames"] if f["sample"] < at]
-                kept.append(
-                    (
-                        at,
-                        who,
-                        {**phrase_event, "end_sample": at},
-                        {**viseme_event, "frames": frames},
-                    )
-                )
+                onsets = [o for o in viseme_event["onsets"] if o < at]
+                cut = {**viseme_event, "frames": frames, "onsets": onsets}
+                kept.append((at, who, {**phrase_event, "end_sample": at}, cut))
         self._announced = kept
 
     def _find(self, utt_id: str) -> Utterance | None:

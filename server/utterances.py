@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import statistics
 import time
 import uuid
 from collections import deque
@@ -19,6 +20,51 @@ class UtteranceState(StrEnum):
 
 
 FINAL_STATES = {UtteranceState.DONE, UtteranceState.INTERRUPTED, UtteranceState.FAILED}
+CROSS_MODAL_VIEWERS = 64  # viewers an utterance keeps reports of: plenty for a median
+
+
+@dataclass(frozen=True)
+class ViewerOnset:
+    """When one viewer heard and saw an utterance's first voiced viseme (fused ms)."""
+
+    audio_ms: float  # the reported sample's due time at the broadcast
+    heard_ms: float
+    picture_ms: float
+
+
+@dataclass
+class CrossModal:
+    """An utterance as text, audio and picture on the fused clock (ms since the Unix epoch)."""
+
+    text_ms: float | None = None  # first token decoded (chat) or the line accepted (verbatim)
+    audio_ms: float | None = None  # its first voiced viseme due at the broadcast
+    viewers: dict[str, ViewerOnset] = field(default_factory=dict)  # by socket id
+
+    def add_viewer(self, sid: str, onset: ViewerOnset) -> bool:
+        """Keep a viewer's first report; False when it is a repeat or beyond the bound."""
+        if sid in self.viewers or len(self.viewers) >= CROSS_MODAL_VIEWERS:
+            return False
+        self.viewers[sid] = onset
+        return True
+
+    def to_json(self) -> dict:
+        seen = self.viewers.values()
+        text, audio = self.text_ms, self.audio_ms
+        return {
+            "text_ms": text,
+            "audio_ms": audio,
+            "heard_ms": rounded_median([v.heard_ms for v in seen], 3),
+            "picture_ms": rounded_median([v.picture_ms for v in seen], 3),
+            "audio_minus_text_ms": None if None in (audio, text) else round(audio - text, 1),
+            "heard_minus_audio_ms": rounded_median([v.heard_ms - v.audio_ms for v in seen]),
+            "picture_minus_heard_ms": rounded_median([v.picture_ms - v.heard_ms for v in seen]),
+            "viewers": len(self.viewers),
+        }
+
+
+def rounded_median(values: list[float], digits: int = 1) -> float | None:
+    """The median rounded for a JSON figure, None when there is nothing to take it of."""
+    return round(statistics.median(values), digits) if values else None
 
 
 @dataclass
@@ -34,12 +80,15 @@ class Utterance:
     phrases: list[str] = field(default_factory=list)
     tokens: int = 0  # LLM tokens decoded so far (chat mode)
     first_phrase_tokens: int | None = None  # tokens it took to cut the first phrase
+    token_checks: int = 0  # tokens whose decode time was checked against 3 audio frames
+    token_violations: int = 0  # of those, decoded slower than 3 frames (30 ms)
     first_token_ms: float | None = None  # fused time (ms) the first LLM token was decoded
     last_token_ms: float | None = None  # fused time (ms) the latest LLM token was decoded
     first_audio_at: float | None = None
     first_audio_sample: int | None = None
     end_sample: int | None = None
     error: str | None = None
+    cross_modal: CrossModal = field(default_factory=CrossModal)
 
     @property
     def spoken_text(self) -> str:
@@ -62,6 +111,7 @@ class Utterance:
             "phrases": list(self.phrases),
             "tokens": self.tokens,
             "first_phrase_tokens": self.first_phrase_tokens,
+            "token_alignment": {"checked": self.token_checks, "violations": self.token_violations},
             "first_token_ms": self.first_token_ms,
             "last_token_ms": self.last_token_ms,
             "state": str(self.state),
@@ -69,6 +119,7 @@ class Utterance:
             "start_sample": self.first_audio_sample,
             "end_sample": self.end_sample,
             "error": self.error,
+            "cross_modal": self.cross_modal.to_json(),
         }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,11 +19,17 @@ class FakeChunk:
 
 
 class ToneTTS:
-    """Speaks each word as a 200 ms tone with 100 ms of silence around it (22,050 Hz)."""
+    """Speaks each word as a 200 ms tone with 100 ms of silence around it (22,050 Hz). While
+    `running` is cleared, synthesis waits: the stage takes no more lines off its queue."""
 
     sample_rate = 22_050
 
+    def __init__(self) -> None:
+        self.running = threading.Event()
+        self.running.set()
+
     def speak(self, text: str, style: object = None) -> Iterator[FakeChunk]:
+        self.running.wait()
         sr = self.sample_rate
         gap, word = int(0.1 * sr), int(0.2 * sr)
         parts, phonemes = [np.zeros(gap, np.int16)], [("^", gap)]
@@ -43,6 +50,7 @@ class FakePiece:
     text: str
     index: int
     decoded_at: float
+    decode_s: float | None = None
 
 
 class WordsLLM:
@@ -59,4 +67,4 @@ class WordsLLM:
             if cancel is not None and cancel.is_set():
                 return
             time.sleep(0.01)
-            yield FakePiece(w if i == 0 else " " + w, i, time.perf_counter())
+            yield FakePiece(w if i == 0 else " " + w, i, time.perf_counter(), i and 0.01 or None)

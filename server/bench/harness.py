@@ -57,6 +57,14 @@ class LiveServer:
             t.cancel()
         await asyncio.gather(*rest, return_exceptions=True)
 
+    def collect_reports(self) -> list[tuple[float, str, dict]]:
+        """Every valid `client_stats` the server gets from now on: (time.monotonic() it came,
+        the viewer's sid, the report), the pages' own figures as the server sees them."""
+        reports: list[tuple[float, str, dict]] = []
+        listen = lambda sid, data: reports.append((time.monotonic(), sid, data))  # noqa: E731
+        self.app["signals"].report_listeners.append(listen)
+        return reports
+
     def call(self, coro: Any, timeout: float = 60.0) -> Any:
         """Run a coroutine on the server's loop and wait for its result."""
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)

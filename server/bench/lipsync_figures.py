@@ -1,10 +1,13 @@
 """Lip-sync figures from a probe's per-frame records (see probe.js): onsets and offsets.
 
 A record is {"t": epoch ms, "rms": heard energy of the last 5 ms, "loudAt": when the first sample
-above the onset amplitude in the probe's 43 ms buffer was heard (or null), "soundUntil": when its
-last sample above silence was heard (or null), "mouth": mouth_open as drawn}. The audio onset
+above the onset amplitude after 5 ms of quiet in the probe's 85 ms buffer was heard (or null),
+"soundUntil": when its last sample above silence was heard (or null), "mouth": mouth_open as
+drawn}. The audio onset
 is that first loud sample after a quiet stretch (timed within the frame, not at the frame); the
-mouth onset is the first frame drawn with the mouth open past a threshold near it.
+mouth onset is the first frame drawn, as the mouth opens from closed, past half the opening it
+reaches in that rise: an edge is timed at its midpoint, as the page centres each viseme's
+crossfade on its start (a fixed threshold would time an "aa" earlier than an "I").
 Offset = mouth − audio (positive: the mouth is late).
 
 Only onsets after `QUIET_MS` of quiet count (starts of lines and sentences): inside a phrase a
@@ -17,7 +20,9 @@ from collections.abc import Sequence
 
 LOUD = 0.02  # RMS of speech as received; decoded silence is below 1e-3
 QUIET = 0.005
-OPEN = 0.2
+OPEN = 0.2  # an opening counts when the mouth reaches this (a p or an f barely opens it)
+CLOSED = 0.05
+RISE_MS = 150.0  # a rise from closed lasts until the mouth stops opening, at most this long
 QUIET_MS = 300.0
 SEARCH_MS = 250.0
 
@@ -37,29 +42,48 @@ def audio_onsets(records: Sequence[dict], quiet_ms: float = QUIET_MS) -> list[fl
 
 
 def mouth_onset(records: Sequence[dict], near: float, window: float = SEARCH_MS) -> float | None:
-    """The first time within ±window of `near` that the drawn mouth opens past OPEN, after
-    a closed frame (an already-open mouth has no onset here)."""
-    was_closed = False
-    for r in records:
-        if r["t"] < near - window:
+    """The first time within ±window of `near` that the drawn mouth, opening from a closed
+    frame, passes half the opening it reaches before it stops opening (within RISE_MS; at
+    least OPEN; an already-open mouth has no onset here). A slow page draws a 40 ms rise in
+    two or three frames, so the rise is followed to its top, not for a fixed time."""
+    near_by = [r for r in records if near - window <= r["t"] <= near + window]
+    for i, closed in enumerate(near_by[:-1]):
+        if closed["mouth"] >= CLOSED or near_by[i + 1]["mouth"] < CLOSED:
             continue
-        if r["t"] > near + window:
-            break
-        if r["mouth"] < OPEN:
-            was_closed = True
-        elif was_closed:
-            return r["t"]
+        rise = [near_by[i + 1]]
+        for r in near_by[i + 2 :]:
+            if r["t"] > closed["t"] + RISE_MS or r["mouth"] < rise[-1]["mouth"]:
+                break
+            rise.append(r)
+        peak = rise[-1]["mouth"]
+        if peak >= OPEN:
+            return next(r["t"] for r in rise if r["mouth"] >= peak / 2)
     return None
 
 
-def onset_offsets(records: Sequence[dict]) -> list[float]:
-    """Mouth-minus-audio offsets (ms), one per audio onset that has a mouth onset near it."""
-    out = []
-    for t in audio_onsets(records):
-        m = mouth_onset(records, t)
-        if m is not None:
-            out.append(m - t)
-    return out
+def onsets(records: Sequence[dict]) -> list[tuple[float, float]]:
+    """(audio onset, mouth onset) times (ms), for each audio onset with a mouth onset near it."""
+    pairs = [(t, mouth_onset(records, t)) for t in audio_onsets(records)]
+    return [(t, m) for t, m in pairs if m is not None]
+
+
+def line_offset(onset: dict) -> float:
+    """A page's own figure for one line, from its `utterance_onsets` entry: when it saw the
+    line's first voiced viseme less when it heard it (ms, positive: the picture is late)."""
+    return onset["drawn_ms"] - onset["heard_ms"]
+
+
+def matched(page_onsets: Sequence[dict], probed: Sequence[tuple[float, float]], within=100.0):
+    """The probe's offset beside the page's own for the same line: the page's utterance onsets
+    ({drawn_ms, heard_ms}) paired with the probe's mouth onset nearest the moment the page saw
+    the line start (its clock and the probe's both read the wall clock, to a few ms)."""
+    pairs = []
+    for u in page_onsets:
+        near = [(abs(m - u["drawn_ms"]), m - t) for t, m in probed]
+        best = min(near, default=None)
+        if best is not None and best[0] <= within:
+            pairs.append((best[1], line_offset(u)))
+    return pairs
 
 
 def silent_after(records: Sequence[dict], t: float, key: str = "soundUntil") -> float:

@@ -1,67 +1,112 @@
 // An independent observer injected into a stage page by the tests and `bench lipsync`.
 // Every animation frame it records what the page draws (`allnighter.state()`) beside the
-// energy of the audio the page receives, measured with its OWN WebAudio analyser on the
-// page's stream: the page's lip-sync is judged by a meter it does not control.
+// energy of the audio the page hears, measured with its OWN analysers and its own onset
+// logic: the page's lip-sync is judged by a meter it does not control. The analysers listen
+// where the viewer hears (`allnighter.heard()`): the stream as heard (after the page's
+// look-ahead) in the very AudioContext that plays it, and what that context plays after the
+// page's interrupt ducking. (A context of the probe's own would take the stream through a
+// buffer of its own, tens of ms apart.)
 (() => {
   if (window.__probe) return;
   const LOUD = 0.02; // the amplitude an onset crosses (decoded silence stays below 1e-3)
   const QUIET = 0.005; // below this a sample counts as silence
-  const audio = document.getElementById("stage-audio");
-  const ctx = new AudioContext({ sinkId: { type: "none" } });
-  const analyser = ctx.createAnalyser();
-  analyser.fftSize = 2048; // 43 ms: longer than a frame, so no onset falls between reads
-  const buf = new Float32Array(analyser.fftSize);
   const records = [];
-  let stream = null;
-  let source = null;
-  // what the page plays (after its own interrupt ducking), when the page offers it
-  const outAnalyser = ctx.createAnalyser();
-  outAnalyser.fftSize = 2048;
-  const outBuf = new Float32Array(outAnalyser.fftSize);
-  let outSource = null;
+  let ctx = null;
+  let analyser, buf, outAnalyser, outBuf;
+  let received = null;
+  let played = null;
   const now = () => performance.timeOrigin + performance.now();
+
+  // (re)attach to the page's nodes: a reconnect gives the page a new received stream
+  function listen() {
+    const nodes = window.allnighter && window.allnighter.heard ? window.allnighter.heard() : null;
+    if (!nodes) return;
+    if (nodes.context !== ctx) {
+      ctx = nodes.context;
+      analyser = ctx.createAnalyser();
+      analyser.fftSize = 4096; // 85 ms: longer than a frame down to 12 fps, so no onset
+      buf = new Float32Array(analyser.fftSize); // falls between two reads
+      outAnalyser = ctx.createAnalyser();
+      outAnalyser.fftSize = 4096;
+      outBuf = new Float32Array(outAnalyser.fftSize);
+      received = played = null;
+    }
+    if (nodes.heard !== received) {
+      if (received) received.disconnect(analyser);
+      received = nodes.heard;
+      if (received) received.connect(analyser);
+    }
+    if (nodes.played !== played) {
+      played = nodes.played;
+      if (played) played.connect(outAnalyser);
+    }
+  }
+
+  // when the first sample above LOUD after 5 ms of quiet ones (the start of a sound, not a
+  // sample inside one the buffer begins in) and the last above QUIET were heard, and the
+  // energy of the last 256 samples
+  function read(an, b, t) {
+    an.getFloatTimeDomainData(b);
+    const ms = (i) => t - ((b.length - i) * 1000) / ctx.sampleRate;
+    let sum = 0;
+    for (let i = b.length - 256; i < b.length; i++) sum += b[i] * b[i];
+    const quietRun = (5 * ctx.sampleRate) / 1000;
+    let first = -1;
+    for (let i = 0, run = 0, armed = false; i < b.length && first < 0; i++) {
+      const x = Math.abs(b[i]);
+      if (x <= QUIET) armed ||= ++run >= quietRun;
+      else if (x > LOUD && armed) first = i;
+      else run = 0; // sound, or a softer rise: that ends the quiet but keeps an onset coming
+    }
+    let last = b.length - 1;
+    while (last >= 0 && Math.abs(b[last]) <= QUIET) last--;
+    return {
+      rms: Math.sqrt(sum / 256),
+      loudAt: first >= 0 ? ms(first) : null,
+      until: last >= 0 ? ms(last + 1) : null,
+    };
+  }
+
   function frame() {
-    if (audio.srcObject !== stream) {
-      if (source) source.disconnect();
-      stream = audio.srcObject;
-      source = stream ? ctx.createMediaStreamSource(stream) : null;
-      if (source) source.connect(analyser);
-    }
+    listen();
     const t = now();
-    let rms = 0;
-    let loudAt = null; // when the first sample above LOUD in the buffer was heard
-    let soundUntil = null; // when the last sample above QUIET in the buffer was heard
-    if (source) {
-      analyser.getFloatTimeDomainData(buf);
-      let sum = 0;
-      for (let i = buf.length - 256; i < buf.length; i++) sum += buf[i] * buf[i];
-      rms = Math.sqrt(sum / 256);
-      const first = buf.findIndex((x) => Math.abs(x) > LOUD);
-      if (first >= 0) loudAt = t - ((buf.length - first) * 1000) / ctx.sampleRate;
-      let last = buf.length - 1;
-      while (last >= 0 && Math.abs(buf[last]) <= QUIET) last--;
-      if (last >= 0) soundUntil = t - ((buf.length - 1 - last) * 1000) / ctx.sampleRate;
-    }
-    let playedUntil = null; // when the last sample above QUIET of the page's output was heard
-    if (!outSource && window.allnighter && window.allnighter.output) {
-      outSource = ctx.createMediaStreamSource(window.allnighter.output());
-      outSource.connect(outAnalyser);
-    }
-    if (outSource) {
-      outAnalyser.getFloatTimeDomainData(outBuf);
-      let last = outBuf.length - 1;
-      while (last >= 0 && Math.abs(outBuf[last]) <= QUIET) last--;
-      if (last >= 0) playedUntil = t - ((outBuf.length - 1 - last) * 1000) / ctx.sampleRate;
-    }
+    const heard = received ? read(analyser, buf, t) : { rms: 0, loudAt: null, until: null };
+    const out = played ? read(outAnalyser, outBuf, t) : { until: null };
     const s = window.allnighter ? window.allnighter.state() : {};
-    records.push({ t, rms, loudAt, soundUntil, playedUntil, mouth: s.mouth_open ?? 0, sample: s.current_sample ?? null });
+    records.push({
+      t,
+      rms: heard.rms,
+      loudAt: heard.loudAt, // when the first sample above LOUD in the buffer was heard
+      soundUntil: heard.until, // when its last sample above QUIET was heard
+      playedUntil: out.until, // the same for what the page plays
+      mouth: s.mouth_open ?? 0,
+      sample: s.current_sample ?? null,
+    });
     if (records.length > 60000) records.splice(0, 10000);
     requestAnimationFrame(frame);
   }
-  ctx.resume();
   requestAnimationFrame(frame);
+
+  // Long tasks (over 50 ms) on the page's main thread, [start, end] in epoch ms: where the
+  // browser's own work (in software GL, a frame's paint can hold it for 50-600 ms) kept the
+  // page from handling anything, an event included.
+  const busy = [];
+  try {
+    new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) {
+        const start = performance.timeOrigin + e.startTime;
+        busy.push([start, start + e.duration]);
+      }
+      if (busy.length > 5000) busy.splice(0, 1000);
+    }).observe({ type: "longtask", buffered: true });
+  } catch (err) {
+    // no long task timing in this browser: nothing is counted as busy
+  }
   window.__probe = {
     now,
     since: (t) => records.filter((r) => r.t >= t),
+    // how many ms of [from, to] the main thread spent in long tasks
+    busy: (from, to) =>
+      busy.reduce((ms, [a, b]) => ms + Math.max(0, Math.min(b, to) - Math.max(a, from)), 0),
   };
 })();

@@ -40,12 +40,28 @@ def test_bench_viewers_prints_loss_and_cpu_per_viewer():
     assert row.split("|")[2].strip() == "2"  # both viewers heard the broadcast
 
 
-def test_bench_lipsync_prints_offsets_for_both_pages_and_frame_rates():
-    out = allnighter("lipsync", "--utterances", "2", "--pages", "1", "--seconds", "3")
+def test_bench_lipsync_prints_offsets_sweep_drift_and_frame_rates():
+    out = allnighter(
+        "lipsync",
+        *("--utterances", "2", "--pages", "1", "--seconds", "3"),
+        *("--leads", "0", "--holds", "120", "--sweep-utterances", "1"),
+        *("--continuous-minutes", "0.4"),
+    )
     rows = [ln for ln in out.splitlines() if ln.startswith("|") and "---" not in ln]
-    pages = {r.split("|")[1].strip(): r for r in rows}
-    assert "calibrated (as shipped)" in pages and "uncalibrated (baseline)" in pages
-    onsets = int(pages["calibrated (as shipped)"].split("|")[2])
-    assert onsets >= 1  # the probe matched a mouth opening to a heard onset
-    frames = next(r for r in rows if r.split("|")[1].strip() == "1")
-    assert float(frames.split("|")[2]) > 0  # the page drew frames
+    cells = [[c.strip() for c in r.split("|")] for r in rows]
+    table = {(c[1], c[2]): c for c in cells}
+    header = next(r for r in rows if r.startswith("| page "))
+    goals = ["in ATSC %", "in R37 %", "|p95| ≤ 10", "p1, p99 in ATSC", "all in R37"]
+    assert all(f" {name} " in header for name in goals), header
+    for page in ("calibrated (as shipped)", "uncalibrated (baseline)"):
+        assert table[page, "probe"][-2] in ("holds", "misses")  # every goal has its verdict
+        assert int(table[page, "probe"][3]) >= 1  # the probe matched a mouth opening to an onset
+        # the page's own figures, as it reported them: each line's first voiced viseme
+        assert int(table[page, "page, each line"][3]) >= 1
+        assert int(table[page, "page, every onset"][3]) >= int(table[page, "page, each line"][3])
+    # the lead tried, with its hold, has its own rows; the continuous run its minute
+    assert int(table["lead 0 ms, hold 120 ms", "page, each line"][3]) >= 1
+    minute = next(c for c in cells if c[1] == "0–1")
+    assert int(minute[2]) >= 1  # onsets the page drew while the show spoke without a break
+    frames = next(c for c in cells if c[1] == "1")
+    assert frames[2] == "1/1" and float(frames[3]) > 0  # the page came up and drew frames

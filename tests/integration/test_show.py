@@ -10,11 +10,13 @@ import pytest
 
 from server.bench.viewer import PythonViewer
 from server.feedback import word_error_rate
+from server.onsets import sound_onsets
 from tests.alignment import measure
 from tests.integration.helpers import say, until_final, wait_for
 
 pytestmark = pytest.mark.models
 LINE = "Good evening, night owls. The moon is up, the coffee is hot, and we are live."
+OPEN_LINE = "Oh, all right. Every night is a good night. And now, on we go."
 
 
 async def hear(show, text: str, mode: str = "verbatim"):
@@ -50,6 +52,33 @@ def test_verbatim_line_is_heard_with_visemes_on_the_speech(show):
     assert fig.silent_outside >= 0.9, "sound where no viseme was planned"
     assert abs(fig.lag_ms) <= 30, "visemes are shifted against the audio"
     assert u["text_to_first_audio_ms"] < 2000
+
+
+def test_the_viewer_hears_sound_start_where_the_server_says_and_the_mouth_opens_there(show):
+    async def run():
+        v, u, frames = await hear(show, OPEN_LINE)
+        mine = [d for d in v.named("visemes") if d["utterance_id"] == u["id"]]
+        heard = v.audio(u["start_sample"] - 9600, u["end_sample"] + 9600)
+        await v.close()
+        return mine, heard, u["start_sample"] - 9600
+
+    events, heard, origin = asyncio.run(run())
+    announced = sorted(o for d in events for o in d["onsets"])
+    # every sound the viewer hears after a pause (as the page finds them) was announced, to
+    # within 5 ms: Opus smears a sharp start over a few ms (3.4 ms early was seen)
+    found = [origin + o for o in sound_onsets(heard, 48_000, quiet_ms=100)]
+    assert len(found) >= 3, found  # the line's three sentences at least
+    for onset in found:
+        assert min(abs(onset - a) for a in announced) <= 240, (onset, announced)
+    # a phrase that opens on a vowel opens the mouth within 5 ms of its sound (Piper's alignment
+    # had it up to 15 ms late); before a consonant the lips may shape it while it is silent
+    opening = [
+        (next(f for f in d["frames"] if f["viseme"] != "sil"), d["onsets"][0]) for d in events
+    ]
+    vowels = [(f, o) for f, o in opening if f["viseme"] in ("aa", "E", "I", "O", "U")]
+    assert len(vowels) >= 2, opening
+    for voiced, onset in vowels:
+        assert abs(voiced["sample"] - onset) <= 240, (voiced, onset)
 
 
 def test_chat_prompt_is_answered_and_spoken(show):
@@ -140,11 +169,17 @@ def test_metrics_report_latency_viewers_and_asr_feedback(show):
         await until_final(show, body["utterance_id"])
         status, body = await say(show, "Tell me a word.", mode="chat")
         await until_final(show, body["utterance_id"])
-        await asyncio.sleep(3)  # ASR runs beside the path
+        # ASR runs beside the path, on each phrase once the broadcast has sent all of it
+        feedback = show.app["live"]["feedback"]
+        for _ in range(300):
+            if feedback.counts["checked"] and feedback.drift.bias_s is not None:
+                break
+            await asyncio.sleep(0.1)
         async with aiohttp.ClientSession() as http:
-            return await (await http.get(f"{show.url}/metrics")).text()
+            shown = await (await http.get(f"{show.url}/api/v1/show", headers=show.headers)).json()
+            return await (await http.get(f"{show.url}/metrics")).text(), shown["speech_check"]
 
-    text = asyncio.run(run())
+    text, check = asyncio.run(run())
 
     def value(name: str) -> float:
         line = next(ln for ln in text.splitlines() if ln.startswith(name))
@@ -158,3 +193,10 @@ def test_metrics_report_latency_viewers_and_asr_feedback(show):
     assert "allnighter_unknown_phonemes_total" in text
     feedback = show.app["live"]["feedback"]
     assert feedback.results and min(r.wer for r in feedback.results) <= 0.2
+    assert "allnighter_asr_phrases_flagged_total" in text
+    assert "allnighter_viseme_correction_seconds" in text
+    # the host panel's view: phrases checked, the ASR's own bias on Piper's sound of them
+    assert check["checked"] >= 1 and check["asr_bias_ms"] is not None
+    assert abs(check["correction_ms"]) <= 50  # the show's own speech needs little or none
+    # the sound gathered from the broadcast sits where Piper's own sound of it does
+    assert abs(check["drift_ms"]) <= 20, check

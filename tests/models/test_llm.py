@@ -80,6 +80,23 @@ def test_stream_yields_the_reply_token_by_token(loaded: Loaded) -> None:
 
 
 @pytest.mark.models
+def test_decode_time_leaves_out_the_holds_between_tokens(loaded: Loaded) -> None:
+    # the speech-first gate holds the LLM between tokens: that is not decoding, and must not
+    # count against the token/audio alignment (a token's Δt ≤ 3 audio frames)
+    # the hold is longer than a token takes on a busy machine (0.1-0.25 s here), so a decode
+    # time that counted it could not pass for one that does not
+    messages = loaded.llm.chat_messages(PERSONA, "Count to five.")
+    hold = lambda: time.sleep(0.5)  # noqa: E731
+    pieces = list(loaded.llm.stream(messages, max_new_tokens=6, between_tokens=hold))
+    assert pieces[0].decode_s is None and len(pieces) >= 3
+    gaps = [b.decoded_at - a.decoded_at for a, b in zip(pieces, pieces[1:], strict=False)]
+    assert min(gaps) >= 0.5
+    assert all(0 < p.decode_s < 0.5 for p in pieces[1:]), [p.decode_s for p in pieces]
+    # what is left of each gap is the decoding
+    assert all(abs(g - 0.5 - p.decode_s) < 0.1 for g, p in zip(gaps, pieces[1:], strict=True))
+
+
+@pytest.mark.models
 def test_sampled_stream_gives_text(loaded: Loaded) -> None:
     messages = loaded.llm.chat_messages(PERSONA, "Say hello to the chat.")
     text = "".join(p.text for p in loaded.llm.stream(messages, max_new_tokens=24))
@@ -111,13 +128,18 @@ def test_cancel_stops_within_a_few_tokens(loaded: Loaded) -> None:
 def test_cancel_from_another_thread_while_waiting(loaded: Loaded) -> None:
     llm = loaded.llm
     cancel = threading.Event()
-    timer = threading.Timer(0.5, cancel.set)
-    started = time.perf_counter()
-    timer.start()
+    # set 0.3 s after the first token, while the consumer waits for the next ones (a fixed
+    # time from the start could fall in the prompt's prefill on a busy machine)
+    timer = threading.Timer(0.3, cancel.set)
     messages = llm.chat_messages(PERSONA, LONG_PROMPT)
-    count = sum(1 for _ in llm.stream(messages, max_new_tokens=300, cancel=cancel))
+    count = 0
+    for _ in llm.stream(messages, max_new_tokens=300, cancel=cancel):
+        if count == 0:
+            timer.start()
+            cancelled_at = time.perf_counter() + 0.3
+        count += 1
     timer.join()
-    assert time.perf_counter() - started < 2.5
+    assert time.perf_counter() - cancelled_at < 2.0
     assert 0 < count < 100
     assert llm.last_thread is not None and not llm.last_thread.is_alive()
 

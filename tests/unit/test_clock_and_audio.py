@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 import numpy as np
 import pytest
 
+from server.broadcast import Broadcast
 from server.mediaclock import MediaClock, unwrap_rtp
 from server.resample import resample_int16, resampled_length
 from server.timeline import Segment, SpeechTimeline
@@ -67,3 +71,25 @@ def test_timeline_reads_mixes_and_cuts():
     assert pcm[199] == 1000 and pcm[260] == 500 and pcm[320] == 500
     tl.cut(0)
     assert not np.any(tl.read(0, 400)[0])
+
+
+def test_a_late_broadcast_lets_the_loop_run_between_the_frames_it_catches_up():
+    async def run():
+        clock = MediaClock(epoch=time.monotonic() - 0.4)  # 20 frames behind from the start
+        broadcast = Broadcast(clock, SpeechTimeline())
+        seen = []
+
+        async def other_work():  # a viewer's sender, socket.io: anything else on the loop
+            while len(seen) < 200:
+                seen.append(broadcast.frames_sent)
+                await asyncio.sleep(0)
+
+        other = asyncio.create_task(other_work())
+        broadcast.start()
+        await asyncio.sleep(0.1)
+        await broadcast.stop()
+        other.cancel()
+        return seen
+
+    seen = asyncio.run(run())
+    assert any(0 < n < 20 for n in seen), seen[:40]  # it ran while frames were caught up

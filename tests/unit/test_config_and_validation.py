@@ -34,6 +34,10 @@ def test_a_token_is_generated_when_none_is_set():
         ("[time]\nntp_version = 5\n", "ntp_version"),
         ("[time]\nptp_poll_s = 0\n", "poll intervals"),
         ("[time]\nmin_poll_s = 90\n", "min_poll_s <= max_poll_s"),
+        ("[stage]\nviseme_lead_ms = -5\n", "viseme_lead_ms"),
+        ("[stage]\nviseme_lead_ms = 250\n", "viseme_lead_ms"),
+        ("[stage]\nviseme_hold_ms = 201\n", "viseme_hold_ms"),
+        ('[stage]\nviseme_hold_ms = "long"\n', "viseme_hold_ms"),
     ],
 )
 def test_unknown_or_empty_settings_are_refused(tmp_path, text, message):

@@ -59,6 +59,8 @@ def test_roles_lists_the_characters(tone_server):
 def test_pages_are_served_and_escape_role_names(tmp_path):
     cfg = load_config(None, env={"ALLNIGHTER_HOST_TOKEN": "t"})
     cfg.roles[0].name = "<script>x</script>"
+    cfg.stage.viseme_lead_ms = 12.5
+    cfg.stage.viseme_hold_ms = 90
     srv = LiveServer(cfg, Models(WordsLLM(), ToneTTS(), None)).start()
 
     async def get(path):
@@ -74,6 +76,8 @@ def test_pages_are_served_and_escape_role_names(tmp_path):
         srv.stop()
     assert status == 200 and host_status == 200
     assert "<script>x" not in page and "&lt;script&gt;" in page
+    assert 'data-viseme-lead-ms="12.5"' in page  # the stage page draws the lips that far ahead
+    assert 'data-viseme-hold-ms="90"' in page
     assert escape_status in (403, 404)
 
 

@@ -55,6 +55,7 @@ def test_show_snapshot_has_stage_viewers_chat_and_health(tone_server):
     assert v["sockets"] >= 1 and v["reporting"] >= 1 and v["webrtc"] >= 0
     assert v["fps_median"] == 58.0 and v["lipsync_offset_ms_median"] == -12.0
     assert v["dropped_frames"] == 2
+    assert show["speech_check"] is None  # this server has no ASR: the panel says "off"
     msg = next(m for m in show["chat"] if m["id"] == chat_id)
     assert msg["text"] == "hello from the <b>chat</b>"  # kept as text; the panel never makes HTML
     assert msg["from"].startswith("viewer-") and msg["time"] > 1.6e12
@@ -111,29 +112,36 @@ def test_answer_when_the_queue_is_full_is_429_and_stays_answerable(tone_server):
     async def run():
         c, chat_id = await viewer_chat(tone_server, "one more question")
         long_line = " ".join(["word"] * 30)  # 9 s of tones
-        # The worker schedules speech up to max_ahead_s ahead and then waits inside a line, so
-        # how many lines it has taken off the queue depends on timing: say lines until the
-        # stage refuses one; the queue is full from then on while that line is being placed.
+        # Synthesis waits, so the worker takes no more lines off the queue once it has one (how
+        # many it has taken by then depends on timing): say lines until the stage refuses one.
+        tts = tone_server.app["live"]["models"].tts
+        tts.running.clear()
         accepted, status = [], 202
-        for _ in range(tone_server.cfg.stage.queue_size + 6):
-            status, body = await say(tone_server, long_line)
-            if status != 202:
-                break
-            accepted.append(body["utterance_id"])
-        refused = await request(tone_server, "POST", "/api/v1/chat/answer", {"id": chat_id})
-        show = (await request(tone_server, "GET", "/api/v1/show"))[1]
+        try:
+            for _ in range(tone_server.cfg.stage.queue_size + 6):
+                status, body = await say(tone_server, long_line)
+                if status != 202:
+                    break
+                accepted.append(body["utterance_id"])
+            refused = await request(tone_server, "POST", "/api/v1/chat/answer", {"id": chat_id})
+            show = (await request(tone_server, "GET", "/api/v1/show"))[1]
+        finally:
+            tts.running.set()
         await request(tone_server, "POST", "/api/v1/interrupt", {})
         finals = [await until_final(tone_server, u, timeout=30) for u in accepted]
         retry = await request(tone_server, "POST", "/api/v1/chat/answer", {"id": chat_id})
         if retry[0] == 202:
             await until_final(tone_server, retry[1]["utterance_id"], timeout=30)
         await c.disconnect()
-        return status, refused, show, finals, retry, chat_id
+        return status, refused, show, finals, retry, chat_id, accepted
 
-    status, refused, show, finals, retry, chat_id = asyncio.run(run())
+    status, refused, show, finals, retry, chat_id, accepted = asyncio.run(run())
     assert status == 429, "the stage never refused a line"
     assert refused[0] == 429 and "full" in refused[1]["error"]
-    assert len(show["queue"]) == show["queue_max"]
+    # the queue is still full, the lines waiting in order
+    waiting = [q["id"] for q in show["queue"]]
+    assert len(waiting) == show["queue_max"]
+    assert waiting == [u for u in accepted if u in waiting]
     assert all(f["state"] in ("done", "interrupted") for f in finals)
     assert not next(m for m in show["chat"] if m["id"] == chat_id)["answered"]
     assert retry[0] == 202  # a refused answer can be tried again
@@ -171,6 +179,7 @@ def test_pages_lipsync_onsets_reach_the_histograms_and_the_desk(tone_server):
     assert v["lipsync_drawn_ms_p50"] == 1.0  # the median of the ten
     assert v["lipsync_drawn_ms_p95_abs"] == 50.0
     assert v["lipsync_drawn_in_atsc"] == 0.8  # 20 ms late and 50 ms early fall outside
+    assert v["lipsync_drawn_in_r37"] == 1.0  # but inside EBU R37's wider window
     assert v["frame_jitter_ms_worst"] == 6.5
     assert 'allnighter_lipsync_offset_ms_bucket{le="15.0"}' in metrics
     assert f'allnighter_viewer_lipsync_offset_ms_count{{viewer="{sid}"}} 10.0' in metrics

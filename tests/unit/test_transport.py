@@ -132,3 +132,6 @@ def test_events_and_tokens_are_stamped_on_the_fused_clock(tone_server):
     assert abs(visemes["start_ms"] - (v.epoch_ms + first / 48)) < 1
     # the LLM's tokens, stamped on the same clock as they were decoded
     assert before <= record["first_token_ms"] <= record["last_token_ms"] <= after
+    # every token after the first was checked against 3 audio frames; the fake takes 10 ms
+    assert record["token_alignment"]["checked"] >= 1
+    assert record["token_alignment"]["violations"] == 0

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { HeardClock } from "../static/stage/hearing.js";
+import { HeardClock, OnsetCalibration } from "../static/stage/hearing.js";
 
 const MS = 48;
 
@@ -32,10 +32,168 @@ test("the clock follows a jitter buffer that grows, within a quarter second", ()
   assert.ok(Math.abs(errorMs) < 10, `the clock is ${errorMs} ms off a third of a second later`);
 });
 
+test("a step of the jitter buffer is followed after three readings, not half a window", () => {
+  for (const grow of [130, -80]) {
+    const rx = fakeReceiver();
+    const clock = new HeardClock(rx, 0);
+    for (rx.now = 1000; rx.now < 2000; rx.now += 20) clock.poll();
+    rx.delay += grow;
+    for (let i = 0; i < 3; i++, rx.now += 20) clock.poll();
+    const t = rx.now - 20;
+    const errorMs = (clock.sampleAt(t) - (t - rx.delay) * MS) / MS;
+    assert.ok(Math.abs(errorMs) < 1, `${grow} ms step: the clock is ${errorMs} ms off`);
+  }
+});
+
+test("readings scattered by a frame are no step", () => {
+  const rx = fakeReceiver();
+  const clock = new HeardClock(rx, 0);
+  for (rx.now = 1000; rx.now < 2000; rx.now += 20) {
+    rx.delay = 60 + ((rx.now / 20) % 3) * 5; // 60, 65, 70 ms: playout quantised to frames
+    clock.poll();
+  }
+  assert.equal(clock.readings.length > 10, true);
+});
+
 test("the calibration shifts the clock", () => {
   const rx = fakeReceiver();
   const clock = new HeardClock(rx, 0);
   for (rx.now = 1000; rx.now <= 1200; rx.now += 20) clock.poll();
   clock.calibrationMs = 15;
   assert.equal(clock.sampleAt(1200), (1200 - 60 - 15) * MS);
+});
+
+test("what enters the page is heard a look-ahead later", () => {
+  const rx = fakeReceiver();
+  const clock = new HeardClock(rx, 0, 100);
+  for (rx.now = 1000; rx.now <= 1200; rx.now += 20) clock.poll();
+  assert.equal(clock.rawSampleAt(1200), (1200 - 60) * MS);
+  assert.equal(clock.sampleAt(1300), (1200 - 60) * MS);
+});
+
+/**
+ * Sound entering the page: quiet, then speech from `onsetMs` (a 200 Hz tone at 0.3), read the
+ * way the page reads its analyser: the last `size` samples at each frame, `frameMs` apart. The
+ * server announced that onset at broadcast sample 1000 ms: the clock reads it 3.7 ms early
+ * by default. Returns the calibration.
+ */
+function listenAt(frameMs, size, onsetMs = 1003.7, rampMs = 0, clock = rawClock()) {
+  const cal = new OnsetCalibration();
+  const buf = new Float32Array(size);
+  for (let now = 500; now < 1600; now += frameMs) {
+    for (let i = 0; i < size; i++) {
+      const t = now - (size - i) / MS;
+      buf[i] = sound(t, onsetMs, rampMs);
+    }
+    cal.step(buf, now, clock, announced(1000 * MS), MS);
+  }
+  return cal;
+}
+
+/** A clock reading raw sample t·48 at time t, heard `lookaheadMs` later. */
+function rawClock(lookaheadMs = 100) {
+  const clock = { calibrationMs: 0, lookaheadMs, rawSampleAt: (t) => t * MS };
+  clock.sampleAt = (t) => clock.rawSampleAt(t - lookaheadMs) - clock.calibrationMs * MS;
+  return clock;
+}
+
+/** A timeline whose only announced sound onsets are `samples`. */
+function announced(...samples) {
+  return {
+    onsetNear: (s, span) => samples.find((x) => Math.abs(x - s) <= span) ?? null,
+  };
+}
+
+function sound(t, onsetMs, rampMs) {
+  if (t < onsetMs) return 0;
+  const envelope = rampMs ? Math.min(1, (t - onsetMs) / rampMs) : 1;
+  return 0.3 * envelope * Math.sin((2 * Math.PI * 200 * (t - onsetMs)) / 1000 + 0.5);
+}
+
+test("a speech onset is timed to the sample at any frame rate the buffer spans", () => {
+  for (const frameMs of [1000 / 60, 1000 / 33, 1000 / 20, 80]) {
+    const { errors } = listenAt(frameMs, 4096);
+    assert.equal(errors.length, 1, `${frameMs} ms frames: ${errors}`);
+    assert.ok(Math.abs(errors[0] - 3.7) < 0.1, `${frameMs} ms frames: ${errors[0]} ms`);
+  }
+});
+
+test("frames further apart than the buffer forget the quiet rather than time an onset late", () => {
+  // 21 ms of samples every 50 ms: the onset may fall in a gap, and is then not matched at all
+  for (const onsetMs of [1003.7, 1020.2, 1041.9]) {
+    const { errors } = listenAt(50, 1024, onsetMs);
+    assert.ok(errors.every((e) => Math.abs(e - (onsetMs - 1000)) < 0.1), `${onsetMs}: ${errors}`);
+  }
+});
+
+test("a soft rise before the first loud sample does not hide the onset", () => {
+  let loudAt = 1003.7; // when the 20 ms rise first passes the onset amplitude
+  while (Math.abs(sound(loudAt, 1003.7, 20)) <= 0.02) loudAt += 1 / MS;
+  const { errors } = listenAt(1000 / 30, 4096, 1003.7, 20);
+  assert.equal(errors.length, 1, String(errors));
+  assert.ok(Math.abs(errors[0] - (loudAt - 1000)) < 0.1, `${errors[0]} vs ${loudAt - 1000}`);
+});
+
+test("an onset found ahead anchors the clock; heard, it is checked against the clock then", () => {
+  const cal = listenAt(1000 / 50, 4096);
+  assert.ok(Math.abs(cal.anchorMs() - 3.7) < 0.1, `anchor ${cal.anchorMs()}`);
+  // this clock was never anchored: heard, the onset is 3.7 ms off
+  assert.ok(Math.abs(cal.offsetMs() - 3.7) < 0.1, `offset ${cal.offsetMs()}`);
+  // a page that takes the anchor as it comes hears the onset on time
+  const clock = rawClock();
+  const anchored = new OnsetCalibration();
+  const buf = new Float32Array(4096);
+  for (let now = 500; now < 1600; now += 20) {
+    for (let i = 0; i < buf.length; i++) buf[i] = sound(now - (buf.length - i) / MS, 1003.7, 0);
+    anchored.step(buf, now, clock, announced(1000 * MS), MS);
+    clock.calibrationMs = anchored.anchorMs() ?? 0;
+  }
+  assert.ok(Math.abs(anchored.offsetMs()) < 0.1, `offset ${anchored.offsetMs()}`);
+});
+
+test("an onset far from the anchor is not taken alone; a second like it is", () => {
+  const cal = new OnsetCalibration();
+  const clock = rawClock();
+  const buf = new Float32Array(4096);
+  const onsets = [];
+  let now = 0;
+  // lines 1.5 s apart: the clock 5 ms ahead of each, then 80 ms ahead from the fourth on
+  const errorsMs = [5, 5, 5, 85, 85, 85];
+  const track = announced(...errorsMs.map((e, k) => (1000 + 1500 * k - e) * MS));
+  errorsMs.forEach((_, k) => onsets.push(1000 + 1500 * k));
+  const anchors = [];
+  for (let k = 0; k < onsets.length; k++) {
+    for (; now < onsets[k] + 200; now += 20) {
+      for (let i = 0; i < buf.length; i++) {
+        const t = now - (buf.length - i) / MS;
+        buf[i] = onsets.some((o) => t >= o && t < o + 400) ? sound(t, onsets[k], 0) : 0;
+      }
+      cal.step(buf, now, clock, track, MS);
+    }
+    anchors.push(Math.round(cal.anchorMs()));
+  }
+  assert.deepEqual(anchors, [5, 5, 5, 5, 85, 85]);
+});
+
+test("an onset heard before its announcement is matched when the announcement comes", () => {
+  const cal = new OnsetCalibration();
+  const clock = rawClock();
+  const buf = new Float32Array(4096);
+  const onsets = [];
+  const track = { onsetNear: (s, span) => onsets.find((x) => Math.abs(x - s) <= span) ?? null };
+  for (let now = 500; now < 1200; now += 20) {
+    if (now >= 1060) onsets[0] = 1000 * MS; // handled three frames after the sound entered
+    for (let i = 0; i < buf.length; i++) buf[i] = sound(now - (buf.length - i) / MS, 1003.7, 0);
+    cal.step(buf, now, clock, track, MS);
+  }
+  assert.ok(Math.abs(cal.anchorMs() - 3.7) < 0.1, String(cal.anchorMs()));
+  // too late to matter (it would be heard before the mouth could follow): given up
+  const late = new OnsetCalibration();
+  onsets.length = 0;
+  for (let now = 500; now < 1200; now += 20) {
+    if (now >= 1080) onsets[0] = 1000 * MS;
+    for (let i = 0; i < buf.length; i++) buf[i] = sound(now - (buf.length - i) / MS, 1003.7, 0);
+    late.step(buf, now, clock, track, MS);
+  }
+  assert.equal(late.anchorMs(), null);
 });

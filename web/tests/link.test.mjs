@@ -60,11 +60,28 @@ test("the render budget steps the resolution down when late and back up when ste
   assert.equal(b.scale, 0.4); // never below the floor
 });
 
-test("the frame interval is the median gap of the last second", () => {
-  const f = new FrameStats();
+test("a moment is shown for the length-weighted mean of the last second's frame intervals", () => {
+  const steady = new FrameStats();
   let t = 0;
-  for (let i = 0; i < 30; i++) f.tick((t += i % 10 === 0 ? 100 : 40));
-  assert.equal(f.interval(), 40);
+  for (let i = 0; i < 60; i++) steady.tick((t += 20));
+  assert.ok(Math.abs(steady.displayMs() - 20) < 1e-9);
+  const skipping = new FrameStats(); // every other 60 Hz vsync missed: 17 and 33 ms frames
+  t = 0;
+  for (let i = 0; i < 60; i++) skipping.tick((t += i % 2 ? 1000 / 30 : 1000 / 60));
+  const expected = ((1000 / 60) ** 2 + (1000 / 30) ** 2) / (1000 / 60 + 1000 / 30);
+  assert.ok(Math.abs(skipping.displayMs() - expected) < 0.5, skipping.displayMs());
+  assert.ok(skipping.displayMs() > 27); // not the median's 17
+});
+
+test("how long a frame takes to appear follows the latest frames, steadily", () => {
+  const f = new FrameStats();
+  assert.equal(f.drawMs(), 0, "nothing before the first frame");
+  f.drawn(1000, 1008);
+  assert.equal(f.drawMs(), 8);
+  for (let i = 0; i < 60; i++) f.drawn(2000 + i * 20, 2000 + i * 20 + 12);
+  assert.ok(Math.abs(f.drawMs() - 12) < 0.1, String(f.drawMs()));
+  f.drawn(4000, 4050); // one slow frame moves it a tenth of the way
+  assert.ok(Math.abs(f.drawMs() - 15.8) < 0.1, String(f.drawMs()));
 });
 
 test("frame jitter is the 99th percentile of intervals straying from the display's", () => {

@@ -2,7 +2,9 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { CaptionTrack, DrawnOnsets, Playhead, VisemeTrack, slew } from "../static/stage/lipsync.js";
+import {
+  CaptionTrack, DrawnOnsets, MouthBlend, Playhead, RecentSet, VisemeTrack, blendFactor,
+} from "../static/stage/lipsync.js";
 
 const MS = 48;
 const event = (frames, role = "nova") => ({ utterance_id: "u", role, sample_rate: 48000, frames });
@@ -55,15 +57,18 @@ test("an interrupt drops what follows its sample, only for its role", () => {
   assert.deepEqual(t.weightsAt(1500), {});
 });
 
-test("the planned voiced onset after a pause is found; mid-word frames are not onsets", () => {
+test("the server's sound onsets are found near a sample, cut and pruned with the frames", () => {
   const t = new VisemeTrack();
-  t.add(event([
-    { sample: 0, viseme: "sil", duration: 1000 },
-    { sample: 1000, viseme: "kk", duration: 500 },
-    { sample: 1500, viseme: "aa", duration: 500 },
-  ]));
-  assert.equal(t.voicedOnsetBetween(0, 3000), 1000);
-  assert.equal(t.voicedOnsetBetween(1200, 3000), null);
+  t.add({ ...event([{ sample: 0, viseme: "aa", duration: 9000 }]), onsets: [4000, 1000, "x"] });
+  t.add({ ...event([{ sample: 0, viseme: "O", duration: 9000 }], "max"), onsets: [8000] });
+  assert.deepEqual(t.onsets.map((o) => o.sample), [1000, 4000, 8000]);
+  assert.equal(t.onsetNear(3500, 1000), 4000);
+  assert.equal(t.onsetNear(2400, 1000), null, "none within the span");
+  t.cut(2000, "nova");
+  assert.equal(t.onsetNear(3500, 1000), null, "cut with its role's frames");
+  assert.equal(t.onsetNear(7500, 1000), 8000, "another role's stay");
+  t.prune(1000 + 2 * 48000 + 1);
+  assert.deepEqual(t.onsets.map((o) => o.sample), [8000]);
 });
 
 test("old frames are pruned as the listener moves on", () => {
@@ -104,13 +109,6 @@ test("an interrupt cut stays cut when the clock reading steps back", () => {
   assert.ok(t.weightsAt(p.at(450 * MS)).aa <= 0.5, "the held playhead keeps it closing");
 });
 
-test("a calibration is slewed at most 10 % of wall time", () => {
-  assert.equal(slew(0, 60, 100), 10);
-  assert.equal(slew(0, -60, 100), -10);
-  assert.equal(slew(55, 60, 100), 60, "it lands on the target");
-  assert.equal(slew(0, 60, -5), 0, "time never runs back");
-});
-
 test("each viseme onset drawn is measured once: how late its first frame shows it", () => {
   const t = new VisemeTrack();
   t.add(event([
@@ -128,4 +126,154 @@ test("each viseme onset drawn is measured once: how late its first frame shows i
   t.add(event([{ sample: 300 * MS, viseme: "O", duration: 50 * MS }]));
   drawAt(310, -12);
   assert.deepEqual(m.take(), [-2], "the heard clock's measured error counts");
+});
+
+test("each utterance's first voiced frame drawn is timed once, on the server's clock", () => {
+  const t = new VisemeTrack();
+  t.add({ ...event([
+    { sample: 0, viseme: "sil", duration: 100 * MS },
+    { sample: 100 * MS, viseme: "aa", duration: 80 * MS },
+    { sample: 180 * MS, viseme: "PP", duration: 60 * MS },
+  ]), utterance_id: "first" });
+  t.add({ ...event([
+    { sample: 300 * MS, viseme: "O", duration: 50 * MS },
+    { sample: 350 * MS, viseme: "U", duration: 50 * MS },
+  ]), utterance_id: "second" });
+  t.add({ ...event([{ sample: 400 * MS, viseme: "E", duration: 50 * MS }]), utterance_id: "third" });
+  assert.equal(t.frameAt(150 * MS).utterance_id, "first", "frames carry their utterance");
+  const m = new DrawnOnsets();
+  const server = 1.7e12; // server clock (ms) when sample 0 is seen
+  const drawAt = (ms, correction, known = true) =>
+    m.frame(t.frameAt(ms * MS), ms * MS, correction, known ? server + ms : null);
+  for (const ms of [84, 103, 120, 184]) drawAt(ms, -2);
+  assert.deepEqual(m.takeUtterances(), [
+    // drawn 3 ms after its start, less the clock's 2 ms: picture − heard = 1 ms
+    { id: "first", sample: 100 * MS, heard_ms: server + 102, drawn_ms: server + 103 },
+  ], "silence and later visemes of the same utterance are not its onset");
+  assert.deepEqual(m.take(), [1, 2], "the lip-sync offsets are measured as before");
+  assert.deepEqual(m.takeUtterances(), [], "taken once");
+  drawAt(305, 0, false);
+  drawAt(355, 0);
+  assert.deepEqual(m.takeUtterances(), [], "without the server's clock its onset is lost, not retaken");
+  drawAt(400, 0);
+  assert.equal(m.takeUtterances()[0].heard_ms, server + 400);
+});
+
+test("at most so many utterances are reported at once; each is remembered", () => {
+  const m = new DrawnOnsets({ maxUtterances: 2 });
+  const frames = ["a", "b", "c"].map((id, i) => ({ start: i * MS, viseme: "aa", utterance_id: id }));
+  for (const f of frames) m.frame(f, f.start, 0, 1000);
+  assert.deepEqual(m.takeUtterances().map((u) => u.id), ["a", "b"]);
+  for (const f of frames) m.frame({ ...f }, f.start, 0, 1000);
+  assert.deepEqual(m.takeUtterances(), [], "an utterance drawn again (after a cut) is not new");
+});
+
+test("a recent set forgets its oldest entries beyond its limit", () => {
+  const s = new RecentSet(2);
+  for (const x of ["a", "b", "c"]) s.add(x);
+  assert.deepEqual([s.has("a"), s.has("b"), s.has("c")], [false, true, true]);
+});
+
+test("a short viseme inside a word is held under the next ones, never into silence", () => {
+  const word = [
+    { sample: 0, viseme: "PP", duration: 30 * MS },
+    { sample: 30 * MS, viseme: "aa", duration: 150 * MS },
+    { sample: 180 * MS, viseme: "sil", duration: 200 * MS },
+  ];
+  const plain = new VisemeTrack({ blendMs: 20 });
+  const held = new VisemeTrack({ blendMs: 20, holdMs: 120 });
+  plain.add(event(word));
+  held.add(event(word));
+  assert.equal(plain.weightsAt(80 * MS).PP, undefined); // gone 50 ms after its start
+  const w = held.weightsAt(80 * MS);
+  assert.ok(w.PP > 0.25 && w.aa > w.PP, JSON.stringify(w)); // the lips still press, less
+  assert.ok(Math.abs(w.PP + w.aa - 1) < 1e-9);
+  assert.deepEqual(Object.keys(held.weightsAt(150 * MS)), ["aa"]); // released after the hold
+  const end = [{ sample: 0, viseme: "aa", duration: 30 * MS }, { sample: 30 * MS, viseme: "sil", duration: 200 * MS }];
+  const last = new VisemeTrack({ blendMs: 20, holdMs: 120 });
+  last.add(event(end));
+  assert.deepEqual(last.weightsAt(60 * MS), {}); // the mouth rests with the sound
+});
+
+test("the blend factor follows the measured error: 0.9 when on time, 0.3 from 50 ms", () => {
+  assert.equal(blendFactor(0), 0.9);
+  assert.ok(Math.abs(blendFactor(25) - 0.6) < 1e-12);
+  assert.ok(Math.abs(blendFactor(-50) - 0.3) < 1e-12);
+  assert.ok(Math.abs(blendFactor(400) - 0.3) < 1e-12);
+  assert.equal(blendFactor(NaN), 0.9);
+});
+
+test("the mouth eases toward the timeline, as far per second at any frame rate", () => {
+  const at60 = new MouthBlend();
+  assert.ok(Math.abs(at60.step({ aa: 1 }, 0, 1000 / 60).aa - 0.9) < 1e-9);
+  const at30 = new MouthBlend();
+  const a = at30.step({ aa: 1 }, 0, 1000 / 30).aa;
+  assert.ok(Math.abs(a - 0.99) < 1e-9, a); // one 30 fps frame = two 60 fps frames
+  const slow = new MouthBlend();
+  assert.ok(Math.abs(slow.step({ aa: 1 }, 80, 1000 / 60).aa - 0.3) < 1e-9);
+  // a closed mouth is reached, not approached forever
+  for (let i = 0; i < 10; i++) at60.step({}, 0, 1000 / 60);
+  assert.deepEqual(at60.shown, {});
+});
+
+test("read ahead by its lead, the eased mouth crosses half open when the timeline does", () => {
+  for (const errorMs of [0, 10, 30, 60]) {
+    const blend = new MouthBlend();
+    const lead = blend.leadMs(errorMs);
+    const dt = 1; // ms: the continuous limit; real frames quantise around it
+    const ramp = (t) => Math.min(1, Math.max(0, (t + 20) / 40)); // crosses 0.5 at t = 0
+    let crossed = null;
+    for (let t = -300; t < 300 && crossed === null; t += dt) {
+      const w = blend.step({ aa: ramp(t + lead) }, errorMs, dt).aa ?? 0;
+      if (w >= 0.5) crossed = t;
+    }
+    assert.ok(Math.abs(crossed) <= 1, `error ${errorMs} ms: crossed at ${crossed} ms`);
+  }
+});
+
+test("drawn in frames, the mouth is read ahead by the frames' own lag, not the continuous one", () => {
+  // the mean crossing (between the frames either side of it) over frame phases
+  const crossing = (errorMs, dt, lead) => {
+    let sum = 0;
+    let n = 0;
+    for (let phase = 0; phase < dt; phase += dt / 8) {
+      const blend = new MouthBlend();
+      let prev = null;
+      for (let t = -300 + phase; t < 300; t += dt) {
+        const w = blend.step({ aa: Math.min(1, Math.max(0, (t + lead + 20) / 40)) }, errorMs, dt).aa ?? 0;
+        if (w >= 0.5) {
+          sum += prev === null ? t : prev.t + ((0.5 - prev.w) / (w - prev.w)) * dt;
+          n++;
+          break;
+        }
+        prev = { t, w };
+      }
+    }
+    return sum / n;
+  };
+  for (const dt of [1000 / 60, 25, 40]) {
+    const blend = new MouthBlend();
+    assert.ok(crossing(0, dt, blend.leadMs(0)) < -5, "the continuous lag leads too far");
+    for (const errorMs of [0, 30]) {
+      const at = crossing(errorMs, dt, blend.leadMs(errorMs, dt));
+      assert.ok(Math.abs(at) < 2, `error ${errorMs} ms, ${dt} ms frames: crossed at ${at} ms`);
+    }
+  }
+});
+
+test("a viseme shorter than a frame can go unseen; held, it is seen", () => {
+  const line = [
+    { sample: 0, viseme: "aa", duration: 100 * MS },
+    { sample: 100 * MS, viseme: "PP", duration: 12 * MS },
+    { sample: 112 * MS, viseme: "O", duration: 100 * MS },
+  ];
+  const seenAt = (holdMs) => {
+    const t = new VisemeTrack({ holdMs });
+    t.add(event(line));
+    for (let ms = 5; ms < 212; ms += 40) t.markSeen(ms * MS, t.weightsAt(ms * MS)); // 25 fps
+    t.prune(10_000 * MS);
+    return t.counted;
+  };
+  assert.deepEqual(seenAt(0), { planned: 3, seen: 2 }); // the p fell between two frames
+  assert.deepEqual(seenAt(120), { planned: 3, seen: 3 });
 });

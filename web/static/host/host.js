@@ -198,6 +198,7 @@ function render(show) {
   const recent = [...show.recent].reverse();
   syncList($("recent"), recent, makeUtterance, update, $("recent-empty"));
   renderViewers(v);
+  renderSpeechCheck(show.speech_check);
   const chat = [...show.chat].reverse();
   syncList($("chat-list"), chat, makeChat, updateChat, $("chat-empty"));
 }
@@ -220,6 +221,10 @@ function makeUtterance(u) {
       el("span", { class: "who" }),
       el("span", { class: "ttfa", title: "text-to-first-audio" }),
     ),
+    el("p", {
+      class: "xmodal",
+      title: "cross-modal offsets: audio − text, heard − audio, picture − heard (median of viewers)",
+    }),
     el("p", { class: "utt-text" }),
     el("p", { class: "utt-reply" }),
   );
@@ -237,12 +242,27 @@ function updateUtterance(li, u, show) {
   li.dataset.phase = chip.dataset.phase;
   setText(who, `${u.role} · ${u.mode === "chat" ? "prompt" : "verbatim"}`);
   setText(ttfa, u.text_to_first_audio_ms === null ? "" : ms(u.text_to_first_audio_ms));
-  setText(li.children[1], u.text);
-  const reply = li.children[2];
+  const x = u.cross_modal || {};
+  const xmodal = li.children[1];
+  setText(xmodal, crossModal(x));
+  xmodal.hidden = x.audio_minus_text_ms == null;
+  setText(li.children[2], u.text);
+  const reply = li.children[3];
   const spoken = u.mode === "chat" ? u.spoken_text : "";
   const err = u.error ? `error: ${u.error}` : "";
   setText(reply, spoken ? `↳ ${spoken}` : err);
   reply.hidden = !spoken && !err;
+}
+
+// Text → audio → heard → picture, each against the one before: where an utterance's time went
+function crossModal(x) {
+  const parts = [`text→audio ${ms(x.audio_minus_text_ms)}`];
+  if (x.viewers) {
+    parts.push(`audio→heard ${ms(x.heard_minus_audio_ms)}`);
+    const who = `${x.viewers} viewer${x.viewers === 1 ? "" : "s"}`;
+    parts.push(`picture−heard ${signedMs(x.picture_minus_heard_ms)} (${who})`);
+  }
+  return parts.join(" · ");
 }
 
 // What the listeners hear right now: the speaking utterance whose audio has started at the
@@ -312,10 +332,15 @@ function renderViewers(v) {
     ["Clock offset", signedMs(v.clock_offset_ms_median)],
     ["Mouth − sound", signedMs(v.lipsync_drawn_ms_p50), lipClass(v.lipsync_drawn_ms_p50)],
     ["|p95|", v.lipsync_drawn_ms_p95_abs == null ? "—" : `${v.lipsync_drawn_ms_p95_abs.toFixed(0)} ms`, lipClass(v.lipsync_drawn_ms_p95_abs)],
-    ["In ATSC window", v.lipsync_drawn_in_atsc == null ? "—" : `${(100 * v.lipsync_drawn_in_atsc).toFixed(0)} %`],
+    ["In ATSC window", share(v.lipsync_drawn_in_atsc)],
+    ["In EBU R37", share(v.lipsync_drawn_in_r37)],
     ["Frame jitter", v.frame_jitter_ms_worst == null ? "—" : `${v.frame_jitter_ms_worst.toFixed(0)} ms`],
   ];
-  const box = $("viewers");
+  fillStats($("viewers"), figs);
+}
+
+/** A grid of [label, value, class] figures, its cells kept across refreshes. */
+function fillStats(box, figs) {
   if (box.children.length !== figs.length) {
     box.replaceChildren(
       ...figs.map(() => el("div", { class: "stat" }, el("span", { class: "k" }), el("span", { class: "v" }))),
@@ -329,9 +354,38 @@ function renderViewers(v) {
   });
 }
 
+// ---- speech check (ASR feedback) --------------------------------------------------------------
+function renderSpeechCheck(c) {
+  setText($("check-state"), c ? `${c.checked} checked · ${c.skipped} skipped` : "off");
+  const figs = c
+    ? [
+        ["Flagged", String(c.flagged), c.flagged ? "warn" : "good"],
+        ["Timing drift", signedMs(c.drift_ms), lipClass(c.drift_ms)],
+        ["Viseme correction", signedMs(c.correction_ms)],
+      ]
+    : [];
+  fillStats($("speech-check"), figs);
+  const flagged = c ? c.flagged_recent : [];
+  syncList($("flagged"), flagged, makeFlagged, updateFlagged, $("flagged-empty"));
+}
+
+function makeFlagged() {
+  return el("li", { class: "utt flagged" }, el("p", { class: "utt-text" }), el("p", { class: "utt-reply" }));
+}
+
+function updateFlagged(li, f) {
+  li.dataset.id = f.utterance_id;
+  setText(li.children[0], f.text);
+  setText(li.children[1], `heard: ${f.heard || "(nothing)"} · WER ${f.wer.toFixed(2)}`);
+}
+
 function signedMs(x) {
   if (x === null || x === undefined) return "—";
   return `${x > 0 ? "+" : ""}${x.toFixed(0)} ms`;
+}
+
+function share(x) {
+  return x === null || x === undefined ? "—" : `${(100 * x).toFixed(0)} %`;
 }
 
 function fpsClass(x) {

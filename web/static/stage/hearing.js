@@ -2,15 +2,31 @@
 //
 // The broadcast sample being heard is read from the receiver's synchronization source (the
 // RTP timestamp of the frame last played out, and when), mapped to broadcast samples with the
-// server's `rtp_base`. That mapping is then checked against the audio itself: each speech onset
-// found in the WebAudio signal is matched with the planned onset in the viseme timeline, and the
-// median difference calibrates the clock. Measured, not assumed (Chromium's playout timestamp
-// runs some ms ahead of what reaches WebAudio).
+// server's `rtp_base`. That mapping is off by 10-40 ms at speech onsets, line by line (the
+// jitter buffer changes while the stream is quiet, and Chromium's playout timestamp runs some
+// ms ahead of what reaches WebAudio), so it is checked against the audio itself: the page hears
+// the stream LOOKAHEAD_MS before it plays it, finds each speech onset there and matches it with
+// the onset the server announced at that sample; the clock is anchored on it before the viewer
+// hears it. Measured, not assumed.
 
 import { SAMPLE_RATE } from "./lipsync.js";
 
 const PER_MS = SAMPLE_RATE / 1000;
 const TWO32 = 2 ** 32;
+/**
+ * How long the page holds the stream before playing it: time to find an onset (a frame, up to
+ * 30-50 ms on a busy machine) and draw it (the mouth is drawn 15-25 ms ahead), with the clock's
+ * own error at onsets (up to 40 ms) to spare. A livestream can afford a tenth of a second.
+ */
+export const LOOKAHEAD_MS = 100;
+// an onset: the first sample above LOUD after QUIET_MS of samples at most QUIET (server/onsets.py
+// announces every sound after 50 ms of quiet, so each one heard here is among them)
+const LOUD = 0.02;
+const QUIET = 0.004;
+const QUIET_MS = 100;
+// an onset not yet announced is looked for until this long before it is heard (a frame, and
+// the mouth's drawing lead, must still follow)
+const WAIT_MARGIN_MS = 40;
 /**
  * Playout readings kept for the median mapping: those of the last quarter second, at least
  * three. A reading is quantised to the 10 ms audio frame, so a few are needed; but the
@@ -19,12 +35,24 @@ const TWO32 = 2 ** 32;
  */
 const WINDOW_MS = 250;
 const MIN_READINGS = 3;
+/**
+ * A step: this many newest readings agree (within a 10 ms audio frame) and all sit more than
+ * STEP_MS from the median. The jitter buffer grew or shrank at once (by 100 ms as speech
+ * starts, at times); the window restarts from them, instead of waiting until they are half of
+ * it, which left the mouth that far off for an eighth of a second.
+ */
+const STEP_READINGS = 3;
+const STEP_MS = 20;
 
-/** Maps performance.now() to the broadcast sample being played out. */
+/**
+ * Maps performance.now() to the broadcast sample entering the page's audio context (raw) and
+ * to the one being heard, `lookaheadMs` later and anchored by `calibrationMs`.
+ */
 export class HeardClock {
-  constructor(receiver, rtpBase) {
+  constructor(receiver, rtpBase, lookaheadMs = 0) {
     this.receiver = receiver;
     this.rtpBase = rtpBase >>> 0;
+    this.lookaheadMs = lookaheadMs;
     this.readings = []; // {stamp, offset}: broadcast sample − ms·48 at each playout reading
     this.median = null;
     this.lastStamp = null;
@@ -51,7 +79,18 @@ export class HeardClock {
     while (this.readings.length > MIN_READINGS && this.readings[0].stamp < stamp - WINDOW_MS) {
       this.readings.shift();
     }
+    if (this.#stepped()) this.readings.splice(0, this.readings.length - STEP_READINGS);
     this.median = median(this.readings.map((r) => r.offset));
+  }
+
+  #stepped() {
+    const n = this.readings.length;
+    if (this.median === null || n <= STEP_READINGS) return false;
+    const newest = this.readings.slice(n - STEP_READINGS).map((r) => r.offset);
+    const lo = Math.min(...newest);
+    const hi = Math.max(...newest);
+    const step = STEP_MS * PER_MS;
+    return hi - lo <= 10 * PER_MS && (lo > this.median + step || hi < this.median - step);
   }
 
   /** True while playout readings keep coming. */
@@ -59,103 +98,154 @@ export class HeardClock {
     return this.lastPlayout !== undefined && now - this.lastPlayout < 300;
   }
 
-  /** The broadcast sample at performance time `now`, before calibration (null until known). */
+  /**
+   * The broadcast sample entering the audio context at performance time `now`, by the playout
+   * readings alone (null until known): what the look-ahead meter hears then.
+   */
   rawSampleAt(now) {
     return this.median === null ? null : now * PER_MS + this.median;
   }
 
   /** The broadcast sample being heard at performance time `now`. */
   sampleAt(now) {
-    const raw = this.rawSampleAt(now);
+    const raw = this.rawSampleAt(now - this.lookaheadMs);
     return raw === null ? null : Math.round(raw - this.calibrationMs * PER_MS);
   }
 }
 
 /**
- * Finds speech onsets in the heard signal and matches each with the planned voiced onset;
- * the median error calibrates the HeardClock and is the page's lip-sync offset figure
- * (positive: the mouth leads the sound).
+ * Finds speech onsets in the stream as it enters the page (LOOKAHEAD_MS before it is heard)
+ * and matches each with the onset the server announced nearest the clock's raw reading there.
+ * The difference is the clock's error at that onset (positive: the clock runs ahead of the
+ * sound, the mouth would lead it); the page anchors the clock on it (`anchorMs`) before the
+ * onset is heard. When it is heard, the clock then in force is checked against it again
+ * (`offsetMs`): the page's lip-sync offset figure, and what the mouth eases by.
  */
 export class OnsetCalibration {
-  constructor({ quiet = 0.004, loud = 0.02, quietMs = 120, windowMs = 250, keep = 15 } = {}) {
-    Object.assign(this, { quiet, loud, quietMs, windowMs, keep });
-    this.quietSince = null;
+  constructor({
+    quiet = QUIET, loud = LOUD, quietMs = QUIET_MS, windowMs = 60, wideWindowMs = 250, keep = 15,
+    gateMs = 50,
+  } = {}) {
+    Object.assign(this, { quiet, loud, quietMs, windowMs, wideWindowMs, keep, gateMs });
+    this.quietSince = null; // when the run of quiet samples now in force began
+    this.armed = false; // quietMs of quiet have passed, and no loud sample since
+    this.lastNow = null; // the end of the samples already looked at
     this.errors = []; // raw clock error (ms) at each matched onset
-    this.residuals = []; // the same, with the calibration in force at that moment
+    this.anchor = null; // the latest error taken as the clock's correction
+    this.due = []; // {at, sample}: matched onsets not yet heard
+    this.waiting = []; // onset times heard ahead with no announcement (yet) near them
+    this.residuals = []; // the clock's error at each onset as it was heard
   }
 
   /**
-   * One analysis step: `samples` are the latest heard samples, ending at performance time
-   * `now`; `clock` and `track` give the planned onset of speech found there, if any.
+   * One analysis step: `samples` are the latest samples entering the page (`perMs` a ms),
+   * ending at performance time `now`; `clock` gives the raw reading there and `track` the
+   * announced onsets. Only the samples newer than the last step's are read, one by one: an
+   * onset is the first loud sample after `quietMs` of quiet samples (a softer rise between
+   * them is no onset yet, and keeps it coming), timed to the sample however far apart the
+   * frames are, as long as the buffer spans the gap (a longer gap forgets the quiet).
    */
-  step(samples, now, clock, track) {
+  step(samples, now, clock, track, perMs = PER_MS) {
+    this.#hear(now, clock);
+    // an onset can enter the page before its announcement is handled (both wait for the main
+    // thread): it is looked for again while it is still ahead of what is heard
+    const pending = this.waiting.filter((t) => t + clock.lookaheadMs > now + WAIT_MARGIN_MS);
+    this.waiting = [];
+    for (const t of pending) this.#match(t, clock, track);
     const n = samples.length;
-    let first = -1;
-    for (let i = 0; i < n; i++) {
-      if (Math.abs(samples[i]) > this.loud) {
-        first = i;
-        break;
+    const gap = this.lastNow === null ? Infinity : (now - this.lastNow) * perMs;
+    this.lastNow = now;
+    if (gap > n) {
+      this.quietSince = null; // samples were missed: what came before is unknown
+      this.armed = false;
+    }
+    const at = (i) => now - (n - i) / perMs;
+    for (let i = Math.max(0, Math.floor(n - gap)); i < n; i++) {
+      const x = Math.abs(samples[i]);
+      if (x <= this.quiet) {
+        this.quietSince ??= at(i);
+        if (at(i) - this.quietSince >= this.quietMs) this.armed = true;
+        continue;
+      }
+      this.quietSince = null;
+      if (x > this.loud) {
+        if (this.armed) this.#match(at(i), clock, track);
+        this.armed = false;
       }
     }
-    if (first < 0) {
-      if (rms(samples) < this.quiet) this.quietSince ??= now;
-      else this.quietSince = null;
+  }
+
+  #match(onsetTime, clock, track) {
+    const raw = clock.rawSampleAt(onsetTime);
+    if (raw === null) return;
+    // looked for near where the last anchor puts it, so a neighbour is not taken for it; then
+    // wide (the raw reading was found 20-70 ms off, by machine, and the jitter buffer can step)
+    const expected = raw - (this.anchor ?? 0) * PER_MS;
+    const close = track.onsetNear(expected, this.windowMs * PER_MS);
+    const announced = close ?? track.onsetNear(expected, this.wideWindowMs * PER_MS);
+    if (announced === null) {
+      this.waiting.push(onsetTime);
       return;
     }
-    const wasQuiet = this.quietSince !== null && now - this.quietSince >= this.quietMs;
-    this.quietSince = null;
-    const onsetTime = now - (n - first) / PER_MS;
-    const raw = wasQuiet ? clock.rawSampleAt(onsetTime) : null;
-    if (raw === null) return;
-    const span = this.windowMs * PER_MS;
-    const planned = track.voicedOnsetBetween(raw - span, raw + span);
-    if (planned === null) return;
-    const error = (raw - planned) / PER_MS;
-    this.residuals.push(error - clock.calibrationMs);
+    const error = (raw - announced) / PER_MS;
+    // an onset paired with the wrong announcement would move the clock a syllable: one found
+    // only far from the anchor is not taken alone, but a second that agrees with it is
+    const near = (x) => x !== undefined && x !== null && Math.abs(error - x) <= this.gateMs;
+    if (this.anchor === null || close !== null || near(this.errors.at(-1))) this.anchor = error;
     this.errors.push(error);
     if (this.errors.length > this.keep) this.errors.shift();
-    if (this.residuals.length > this.keep) this.residuals.shift();
+    this.due.push({ at: onsetTime + clock.lookaheadMs, sample: announced });
+  }
+
+  // the onsets heard by now: how far the clock then in force was from them
+  #hear(now, clock) {
+    while (this.due.length && this.due[0].at <= now) {
+      const { at, sample } = this.due.shift();
+      const heard = clock.sampleAt(at);
+      if (heard === null) continue;
+      this.residuals.push((heard - sample) / PER_MS);
+      if (this.residuals.length > this.keep) this.residuals.shift();
+    }
+  }
+
+  /** The correction the latest matched onset calls for (ms), null before the first. */
+  anchorMs() {
+    return this.anchor === null ? null : clampMs(this.anchor, 200);
   }
 
   /**
-   * The correction the matched onsets call for (ms), null before the first. A viewer's first
-   * seconds are when the clock is most off (the jitter buffer fills as speech starts), so the
-   * first match counts at once; the median of more takes over as they come.
+   * The recent lip-sync offset as heard (ms; positive: the mouth leads the sound): the median
+   * error of the clock in force at the onsets heard lately, null before the first.
    */
-  suggestedMs() {
-    return this.errors.length ? clampMs(median(this.errors), 200) : null;
-  }
-
-  /**
-   * What the clock still gets wrong (ms; positive: the mouth leads the sound), with
-   * `calibrationMs` in force: the matched onsets' median error beyond it; null before any.
-   */
-  remainingMs(calibrationMs) {
-    return this.errors.length ? median(this.errors) - calibrationMs : null;
-  }
-
-  /** The recent lip-sync offset as heard (ms), null before the first matched onset. */
   offsetMs() {
     return this.residuals.length ? median(this.residuals) : null;
   }
 }
 
 /**
- * The page's audio: a muted <audio> element keeps the WebRTC stream flowing into WebAudio; one
- * context plays it, a second one with no output device measures it. The meter sees the stream
- * as it enters WebAudio, free of the output device's buffering, which differs by machine and
- * is not what the viewer's ears and eyes share.
+ * The page's audio: a muted <audio> element keeps the WebRTC stream flowing into WebAudio,
+ * where one context plays it and measures it. The meter sees the stream as it enters that
+ * context, LOOKAHEAD_MS before a delay line lets the viewer hear it, and before the output
+ * device's buffering (which differs by machine, as the display's latency does; the page can
+ * know neither). It is the context that plays: each context takes a stream through its own
+ * buffer, and two on one stream were found up to 24 ms apart, by session, so a meter elsewhere
+ * would time a sound the viewer does not hear then.
  */
 export class Hearing {
   constructor(audioElement) {
     this.audio = audioElement;
     this.ctx = new AudioContext({ latencyHint: "interactive" });
-    this.meter = meterContext() ?? this.ctx;
-    this.analyser = this.meter.createAnalyser();
-    this.analyser.fftSize = 1024; // ~21 ms at 48 kHz: an onset is timed within that window
+    this.analyser = this.ctx.createAnalyser();
+    // 85 ms at 48 kHz: longer than a frame even at 12 fps, so no sample falls between two
+    // reads (at 20–33 fps a 21 ms window left gaps, and onsets in them were timed late)
+    this.analyser.fftSize = 4096;
     this.buffer = new Float32Array(this.analyser.fftSize);
     this.sources = [];
+    this.lookaheadMs = LOOKAHEAD_MS;
+    this.delay = this.ctx.createDelay(1);
+    this.delay.delayTime.value = LOOKAHEAD_MS / 1000;
     this.gain = this.ctx.createGain(); // what the viewer hears passes here: ducked on interrupt
+    this.delay.connect(this.gain);
     this.gain.connect(this.ctx.destination);
     this.tap = this.ctx.createMediaStreamDestination(); // the same signal, for meters and tests
     this.gain.connect(this.tap);
@@ -168,11 +258,10 @@ export class Hearing {
     this.audio.srcObject = stream;
     this.audio.muted = true; // heard through WebAudio, not twice
     this.audio.play().catch(() => {});
-    const played = this.ctx.createMediaStreamSource(stream);
-    played.connect(this.gain);
-    const measured = this.meter === this.ctx ? played : this.meter.createMediaStreamSource(stream);
-    measured.connect(this.analyser);
-    this.sources = [played, measured];
+    const received = this.ctx.createMediaStreamSource(stream);
+    received.connect(this.delay); // heard LOOKAHEAD_MS after the meter hears it
+    received.connect(this.analyser);
+    this.sources = [received];
     if (!this.running) this.resume().catch(() => {}); // allowed where autoplay is
   }
 
@@ -201,29 +290,28 @@ export class Hearing {
 
   resume() {
     this.audio.play().catch(() => {});
-    return Promise.all([this.ctx.resume(), this.meter.resume()]);
+    return this.ctx.resume();
   }
 
-  /** The latest heard samples (a reused buffer), or null while the meter is not running. */
+  /** The latest heard samples (a reused buffer), or null while audio is not playing. */
   read() {
-    if (this.meter.state !== "running") return null;
+    if (!this.running) return null;
     this.analyser.getFloatTimeDomainData(this.buffer);
     return this.buffer;
   }
-}
 
-function meterContext() {
-  try {
-    return new AudioContext({ sinkId: { type: "none" } });
-  } catch {
-    return null; // browsers without silent sinks measure on the playing context
+  /** Samples per ms in the buffers `read()` gives. */
+  get perMs() {
+    return this.ctx.sampleRate / 1000;
   }
-}
 
-export function rms(samples, from = 0) {
-  let sum = 0;
-  for (let i = from; i < samples.length; i++) sum += samples[i] * samples[i];
-  return Math.sqrt(sum / Math.max(1, samples.length - from));
+  /**
+   * Where a meter can listen as the viewer does (API: `allnighter.heard()`): the context, the
+   * stream as heard (after the look-ahead, before ducking), and what is played (after ducking).
+   */
+  nodes() {
+    return { context: this.ctx, heard: this.sources.length ? this.delay : null, played: this.gain };
+  }
 }
 
 export function median(values) {

@@ -29,6 +29,13 @@ export class Link {
   }
 
   start() {
+    // a viewer who leaves says so: the server stops sending to the peer at once, instead of
+    // until ICE gives up on it half a minute later
+    window.addEventListener("pagehide", () => {
+      clearTimeout(this.timer);
+      this.socket?.disconnect();
+      this.pc?.close();
+    });
     this.#connect();
   }
 

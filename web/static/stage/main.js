@@ -6,18 +6,28 @@ import { FlatAvatar } from "./flatavatar.js";
 import { ChatColumn } from "./chat.js";
 import { Hearing, HeardClock, OnsetCalibration } from "./hearing.js";
 import { Link } from "./link.js";
-import { CaptionTrack, DrawnOnsets, Playhead, SAMPLE_RATE, VisemeTrack, slew } from "./lipsync.js";
+import {
+  CaptionTrack, DrawnOnsets, MouthBlend, Playhead, RecentSet, SAMPLE_RATE, VisemeTrack,
+} from "./lipsync.js";
 import { FrameStats, RenderBudget } from "./framestats.js";
 import { TimeSync } from "./timesync.js";
 
 const STATS_PERIOD_MS = 5000;
 // `?calibration=off` keeps measuring but never corrects: the benchmark's uncalibrated baseline
-const CALIBRATE = new URLSearchParams(location.search).get("calibration") !== "off";
+const params = new URLSearchParams(location.search);
+const CALIBRATE = params.get("calibration") !== "off";
+// The lips are drawn this far ahead of the sound (the server's `stage.viseme_lead_ms`;
+// `?lead=` overrides it, for tuning against `bench lipsync`)
+const LEAD_MS = msSetting(params.get("lead") ?? document.body.dataset.visemeLeadMs, 100);
+// A short viseme inside a word stays in the mouth's shape this long (`stage.viseme_hold_ms`;
+// `?hold=` overrides it)
+const HOLD_MS = msSetting(params.get("hold") ?? document.body.dataset.visemeHoldMs, 200);
 const $ = (id) => document.getElementById(id);
 
 const canvas = $("avatar");
 const { avatar, renderer } = makeAvatar(canvas);
-const visemes = new VisemeTrack();
+const visemes = new VisemeTrack({ holdMs: HOLD_MS });
+const mouth = new MouthBlend();
 const captions = new CaptionTrack();
 const calibration = new OnsetCalibration();
 const playhead = new Playhead();
@@ -48,7 +58,7 @@ const link = new Link({
   },
   onTrack(stream, receiver, info) {
     hearing.attach(stream);
-    clock = new HeardClock(receiver, info?.rtp_base ?? 0);
+    clock = new HeardClock(receiver, info?.rtp_base ?? 0, hearing.lookaheadMs);
     clock.calibrationMs = calibrationMs;
     showSoundGate();
   },
@@ -70,6 +80,7 @@ const link = new Link({
     visemes.clear();
     captions.clear();
     playhead.reset();
+    mouth.reset();
     hearing.detach();
     timesync.reset();
     clock = null;
@@ -95,21 +106,15 @@ function duckUntil(data) {
   return Math.min(heardNow, data.at_sample);
 }
 
+// a setting in ms from the URL or the page: 0 unless a number from 0 to `most`
+function msSetting(value, most) {
+  const ms = Number(value);
+  return Number.isFinite(ms) && ms >= 0 && ms <= most ? ms : 0;
+}
+
 function heardNext(phrase) {
   captions.add(phrase);
   if (duck && duck.next === null && Number.isFinite(phrase.start_sample)) duck.next = phrase.start_sample;
-}
-
-/** A set that forgets its oldest entries beyond `size` (an all-night show interrupts often). */
-function RecentSet(size) {
-  const set = new Set();
-  return {
-    has: (x) => set.has(x),
-    add(x) {
-      set.add(x);
-      if (set.size > size) set.delete(set.values().next().value);
-    },
-  };
 }
 
 function makeAvatar(el) {
@@ -130,37 +135,61 @@ $("sound-gate").addEventListener("click", () => hearing.resume().then(showSoundG
 
 function frame(now) {
   const dt = frames.tick(now);
+  // A frame appears once it is drawn, some ms after its timestamp (software GL: 5-15 ms), and
+  // is seen until the next one appears: draw the mouth for the middle of that time, not the
+  // frame's timestamp (at 25 fps that is 20 ms later), so a viseme shows in the frame nearest
+  // its start.
+  const seen = now + Math.min(frames.drawMs(), 50) + Math.min(frames.displayMs(), 100) / 2;
   let sample = null;
+  let errorMs = 0; // what the heard clock still gets wrong at speech onsets: the mouth eases
   if (clock) {
     clock.poll();
     const samples = hearing.read();
-    if (samples && !duck) { // while ducked the stream plays what the timeline no longer holds
-      calibration.step(samples, now, clock, visemes);
-      const suggested = calibration.suggestedMs();
-      if (CALIBRATE && suggested !== null) {
-        clock.calibrationMs = calibrationMs = slew(clock.calibrationMs, suggested, dt);
-      }
+    if (samples) {
+      // timed when read: the frame's callback starts some ms after its timestamp. (After an
+      // interrupt the stream still carries speech that was cut: its onsets were cut from the
+      // timeline too, so nothing is matched with them.)
+      calibration.step(samples, performance.now(), clock, visemes, hearing.perMs);
+      // the onset is found a look-ahead before it is heard, in the quiet before it: the
+      // clock moves at once, and the viewer sees no jump
+      const anchor = calibration.anchorMs();
+      if (CALIBRATE && anchor !== null) clock.calibrationMs = calibrationMs = anchor;
     }
-    // A frame is seen for one frame interval after it is drawn: draw the mouth for the middle
-    // of that interval, not its start (at 25 fps that is 20 ms).
-    sample = playhead.at(clock.sampleAt(now + Math.min(frames.interval(), 100) / 2));
+    errorMs = calibration.offsetMs() ?? 0;
+    sample = playhead.at(clock.sampleAt(seen + LEAD_MS));
     if (duck?.next != null && clock.sampleAt(now) >= Math.max(duck.at, duck.next - REOPEN_LEAD)) {
       duck = null;
       hearing.open();
     }
   }
-  avatar.setVisemes(sample === null ? {} : visemes.weightsAt(sample));
+  // the timeline is read ahead by the easing's lag, so easing widens a transition, not delays it
+  const ahead = (mouth.leadMs(errorMs, frames.displayMs()) * SAMPLE_RATE) / 1000;
+  const drawn = mouth.step(sample === null ? {} : visemes.weightsAt(sample + ahead), errorMs, dt);
+  avatar.setVisemes(drawn);
   avatar.update(dt / 1000, now / 1000);
   avatar.render();
+  const appeared = performance.now();
+  frames.drawn(now, appeared);
   const shown = sample === null ? null : visemes.frameAt(sample);
-  heard = { sample, viseme: shown?.viseme ?? "sil", mouth: avatar.mouthOpen };
+  // the sample heard now (API.md's current_sample); the mouth shows `sample`, a little ahead
+  heard = { sample: clock ? clock.sampleAt(appeared) : null, viseme: shown?.viseme ?? "sil", mouth: avatar.mouthOpen };
   if (sample !== null) {
-    // what the clock still gets wrong at heard onsets (positive: the mouth leads) counts too
-    onsets.frame(shown, sample, -(calibration.remainingMs(clock.calibrationMs) ?? 0));
+    // The picture of a viseme appears when its first frame does (`appeared`), though the frame
+    // was drawn for `seen + LEAD_MS`: the figure is against the sound heard when it appeared.
+    // What the clock still gets wrong at heard onsets (positive: the mouth leads) counts too.
+    const correction = appeared - seen - LEAD_MS - errorMs;
+    onsets.frame(shown, sample, correction, serverMs(appeared));
+    visemes.markSeen(sample, drawn);
     visemes.prune(sample);
     showCaption(captions.at(sample));
   }
   requestAnimationFrame(frame);
+}
+
+/** The server's clock (ms since the Unix epoch) at page time `t`; null until timesync measured it. */
+function serverMs(t) {
+  const offset = timesync.offsetMs;
+  return offset === null ? null : performance.timeOrigin + t + offset;
 }
 
 let captionShown = null;
@@ -195,15 +224,21 @@ function stats() {
     clock_offset_ms: timesync.offsetMs,
     clock_uncertainty_ms: timesync.uncertaintyMs,
     render_scale: budget.scale,
+    visemes_seen_share: visemes.seenShare(),
   };
   return Object.fromEntries(Object.entries(all).filter(([, v]) => Number.isFinite(v)));
 }
 
-// `output()`: the audio the page plays, as a MediaStream (for meters and tests)
-window.allnighter = { state, stats, output: () => hearing.tap.stream };
+// `output()`: the audio the page plays, as a MediaStream; `heard()`: the WebAudio nodes the
+// page hears through, for a meter that should hear exactly what it does (tests, tools)
+window.allnighter = { state, stats, output: () => hearing.tap.stream, heard: () => hearing.nodes() };
 window.addEventListener("resize", () => avatar.resize());
 // each report also carries the lip-sync offsets drawn since the last one (picture − sound, ms)
-setInterval(() => link.send("client_stats", { ...stats(), lipsync_onsets_ms: onsets.take() }), STATS_PERIOD_MS);
+// and when each utterance's first voiced viseme was heard and seen (server clock)
+setInterval(() => {
+  const report = { lipsync_onsets_ms: onsets.take(), utterance_onsets: onsets.takeUtterances() };
+  link.send("client_stats", { ...stats(), ...report });
+}, STATS_PERIOD_MS);
 const budget = new RenderBudget();
 setInterval(() => {
   const scale = budget.check(frames.fps());

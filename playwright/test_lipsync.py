@@ -1,0 +1,44 @@
+"""Lip-sync in real Chromium, line by line: the page's own figures, and a probe that does not
+trust them.
+
+20 lines after a warm-up. For each line the page reports when it saw the line's first voiced
+viseme against the sound it was hearing then; the probe (server/bench/probe.js) finds the same
+moment from outside, with its own WebAudio analyser on the page's stream (the sound turning
+loud) against `state().mouth_open` sampled every animation frame (the mouth passing half its
+opening). ATSC IS-191 allows the picture 45 ms early and 15 ms late.
+
+Each figure must be within ±45 ms and the probe's median within 10 ms of the page's. The p95
+bound is 25 ms, not the 15 ms aimed at: a viseme shows in the first frame after its start, so
+each figure spreads over a frame's length, and headless Chromium in software GL, on two cores
+that also run the show, draws 30-50 frames a second, unevenly, even in the small window the
+tests give it (server/bench/browser.py).
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from playwright.sync_api import Browser
+
+from server.bench.harness import LiveServer
+from server.bench.lipsync import measure_page
+from server.bench.table import pct
+
+LINES = 20
+P95_MS = 25
+
+
+def test_each_line_starts_with_mouth_and_sound_together(browser: Browser, show: LiveServer):
+    got = measure_page(browser, show, show.url, LINES, "lip-sync test")
+    page, gaps = got["page, each line"], got["probe − page"]
+    print(f"page, each line: {[round(ms, 1) for ms in page]}")
+    print(f"probe, each onset: {[round(ms, 1) for ms in got['probe']]}")
+    print(f"probe − page, same line: {[round(ms, 1) for ms in gaps]}")
+    print(f"the page drew {got['fps reported']} fps")
+    assert not got["errors"], got["errors"]
+    assert len(page) == LINES, f"the page reported {len(page)} of {LINES} lines"
+    assert all(abs(ms) <= 45 for ms in page), page
+    assert pct([abs(ms) for ms in page], 95) <= P95_MS, page
+    # the probe found the same line starts, and agrees with the page about them
+    assert len(gaps) >= LINES * 0.8, (gaps, got["probe"])
+    assert abs(statistics.median(gaps)) <= 10, gaps

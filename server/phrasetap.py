@@ -1,0 +1,68 @@
+"""Each phrase's sound as the broadcast sent it, gathered frame by frame for the ASR check.
+
+The feedback must hear what left the server, not what Piper handed the timeline: placement,
+mixing and anything else on the way show up only there. A phrase is expected when it is
+scheduled; each emitted frame fills the part it covers; once the broadcast is past the
+phrase's end, the whole phrase goes to the checker. A phrase whose utterance was interrupted
+is forgotten (its sound was cut; checking it would flag words the host silenced).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+# phrases scheduled and not yet sent: the stage runs at most max_ahead_s (20 s) ahead
+MAX_PENDING = 128
+
+
+@dataclass
+class _Phrase:
+    utterance_id: str
+    text: str
+    start: int  # broadcast sample of its first sample
+    chunk: Any  # Piper's chunk: its own sound and alignments
+    pcm: np.ndarray  # the broadcast's samples over [start, start + len)
+
+    @property
+    def end(self) -> int:
+        return self.start + len(self.pcm)
+
+
+class PhraseTap:
+    """Gathers scheduled phrases' samples from the broadcast frames; hands each on complete."""
+
+    def __init__(self, deliver: Callable[[str, str, np.ndarray, int, Any], None]) -> None:
+        self._deliver = deliver  # (utterance_id, text, pcm, start, chunk), as SpeechFeedback.check
+        self._pending: deque[_Phrase] = deque(maxlen=MAX_PENDING)
+
+    def expect(self, utterance_id: str, text: str, start: int, samples: int, chunk: Any) -> None:
+        pcm = np.zeros(samples, np.int16)
+        self._pending.append(_Phrase(utterance_id, text, start, chunk, pcm))
+
+    def frame(self, start: int, pcm: np.ndarray) -> None:
+        """One emitted frame: its first broadcast sample and its samples."""
+        end = start + len(pcm)
+        done = []
+        for phrase in self._pending:
+            lo, hi = max(start, phrase.start), min(end, phrase.end)
+            if hi > lo:
+                phrase.pcm[lo - phrase.start : hi - phrase.start] = pcm[lo - start : hi - start]
+            if phrase.end <= end:
+                done.append(phrase)
+        for phrase in done:
+            self._pending.remove(phrase)
+            self._deliver(phrase.utterance_id, phrase.text, phrase.pcm, phrase.start, phrase.chunk)
+
+    def forget(self, utterance_ids: Iterable[str]) -> None:
+        """Drop the phrases of utterances that were interrupted."""
+        ids = set(utterance_ids)
+        kept = [p for p in self._pending if p.utterance_id not in ids]
+        self._pending = deque(kept, maxlen=MAX_PENDING)
+
+    def __len__(self) -> int:
+        return len(self._pending)

@@ -1,0 +1,59 @@
+"""The probe's figures: audio onsets after quiet, mouth onsets timed at the midpoint of a rise."""
+
+from server.bench.lipsync_figures import audio_onsets, mouth_onset, onsets
+
+
+def frames(mouths, start=1000.0, step=20.0, loud_from=None):
+    """Probe records every `step` ms: the drawn mouth, and sound from `loud_from` on."""
+    out = []
+    for i, m in enumerate(mouths):
+        t = start + i * step
+        loud = loud_from is not None and t >= loud_from
+        out.append(
+            {"t": t, "rms": 0.1 if loud else 0.0, "loudAt": loud_from if loud else None, "mouth": m}
+        )
+    return out
+
+
+def test_a_wide_vowel_and_a_narrow_one_are_timed_at_their_midpoints():
+    wide = frames([0, 0, 0.2, 0.6, 1.0, 1.0])  # "aa": a fixed 0.2 threshold would say 1040
+    narrow = frames([0, 0, 0.1, 0.2, 0.3, 0.3])  # "I": it would say 1060
+    assert mouth_onset(wide, 1040) == 1060
+    assert mouth_onset(narrow, 1040) == 1060
+
+
+def test_a_rise_drawn_in_few_frames_is_followed_to_its_top():
+    slow = frames([0, 0, 0.3, 1.0, 0.8, 0.2], step=33.0)  # 30 fps: the rise spans two frames
+    assert mouth_onset(slow, 1040) == 1000 + 3 * 33.0  # half of 1.0, not of 0.3
+
+
+def test_an_opening_too_small_to_see_is_no_onset_and_an_open_mouth_has_none():
+    assert mouth_onset(frames([0, 0, 0.05, 0.08, 0.08, 0]), 1040) is None  # a p, an f
+    assert mouth_onset(frames([0.6, 0.7, 0.8, 0.9]), 1040) is None
+
+
+def test_the_offset_is_mouth_minus_sound_after_a_quiet_stretch():
+    recs = frames([0] * 20 + [0.3, 0.8, 1.0, 1.0], loud_from=1000 + 20 * 20 + 12)
+    assert audio_onsets(recs) == [1412]
+    assert [m - t for t, m in onsets(recs)] == [1420 - 1412]
+
+
+def test_sound_without_quiet_before_it_is_no_onset():
+    recs = frames([0, 0.3, 0.8, 1.0], loud_from=1000)
+    assert audio_onsets(recs) == []
+
+
+def test_the_goals_read_each_window_by_its_own_edges():
+    from server.bench.lipsync import goals
+    from server.hostdesk import EBU_R37, in_window
+
+    centred = [-9.0, -4.0, 0.0, 3.0, 8.0] * 20
+    assert goals(centred) == ["holds", "holds", "holds"]
+    early = [*centred, -50.0, -50.0]  # 50 ms early: outside ATSC (−45), inside R37 (−60)
+    assert goals(early)[1:] == ["misses", "holds"]
+    assert goals([*centred, -50.0])[1] == "holds"  # one onset in 101 is beyond the p1
+    late = [*centred, 41.0, 41.0]  # 41 ms late: outside R37 (+40) too
+    assert goals(late)[1:] == ["misses", "misses"]
+    assert goals([*centred, 41.0])[2] == "misses"  # every onset counts for R37
+    assert goals([20.0] * 10)[0] == "misses" and goals([]) == ["—"] * 3
+    assert in_window([-70.0, -50.0, 20.0, 45.0], EBU_R37) == 0.5
