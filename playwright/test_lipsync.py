@@ -8,10 +8,12 @@ loud) against `state().mouth_open` sampled every animation frame (the mouth pass
 opening). ATSC IS-191 allows the picture 45 ms early and 15 ms late.
 
 Each figure must be within ±45 ms and the probe's median within 10 ms of the page's. The p95
-bound is 25 ms, not the 15 ms aimed at: a viseme shows in the first frame after its start, so
-each figure spreads over a frame's length, and headless Chromium in software GL, on two cores
-that also run the show, draws 30-50 frames a second, unevenly, even in the small window the
-tests give it (server/bench/browser.py).
+is held to what the frames and the lead account for, plus CLOCK_MS for the page's heard
+clock, not to the 15 ms aimed at: a viseme shows in the frame nearest its start, lead
+included, so each figure spreads over a frame's length around −lead (the picture leads), and
+headless Chromium in software GL, on two cores that also run the show, draws 30-50 frames a
+second, unevenly, even in the small window the tests give it (server/bench/browser.py). At
+36 fps and the 6 ms lead that is 14 + 6 + 10 = 30 ms; a 60 fps machine would be held to 24.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from server.bench.lipsync import measure_page
 from server.bench.table import pct
 
 LINES = 20
-P95_MS = 25
+CLOCK_MS = 10  # the heard clock's own share of the p95
 
 
 def test_each_line_starts_with_mouth_and_sound_together(browser: Browser, show: LiveServer):
@@ -37,8 +39,13 @@ def test_each_line_starts_with_mouth_and_sound_together(browser: Browser, show: 
     print(f"the page drew {got['fps reported']} fps")
     assert not got["errors"], got["errors"]
     assert len(page) == LINES, f"the page reported {len(page)} of {LINES} lines"
+    assert got["fps reported"], "the page reported no frame rate"
     assert all(abs(ms) <= 45 for ms in page), page
-    assert pct([abs(ms) for ms in page], 95) <= P95_MS, page
+    fps = statistics.median(got["fps reported"])
+    bound = 1000 / fps / 2 + show.app["config"].stage.viseme_lead_ms + CLOCK_MS
+    p95 = pct([abs(ms) for ms in page], 95)
+    print(f"|p95| {p95:.1f} ms; bound {bound:.1f} ms at the page's median {fps:g} fps")
+    assert p95 <= bound, page
     # the probe found the same line starts, and agrees with the page about them
     assert len(gaps) >= LINES * 0.8, (gaps, got["probe"])
     assert abs(statistics.median(gaps)) <= 10, gaps
