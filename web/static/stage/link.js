@@ -31,11 +31,13 @@ export class Link {
   start() {
     // a viewer who leaves says so: the server stops sending to the peer at once, instead of
     // until ICE gives up on it half a minute later
+    // (torn down as for a retry, but none is scheduled); restored from the back/forward cache,
+    // it joins again
     window.addEventListener("pagehide", () => {
       clearTimeout(this.timer);
-      this.socket?.disconnect();
-      this.pc?.close();
+      this.#teardown();
     });
+    window.addEventListener("pageshow", (ev) => ev.persisted && this.#connect());
     this.#connect();
   }
 
