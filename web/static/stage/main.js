@@ -135,11 +135,12 @@ $("sound-gate").addEventListener("click", () => hearing.resume().then(showSoundG
 
 function frame(now) {
   const dt = frames.tick(now);
+  const displayMs = frames.displayMs();
   // A frame appears once it is drawn, some ms after its timestamp (software GL: 5-15 ms), and
   // is seen until the next one appears: draw the mouth for the middle of that time, not the
   // frame's timestamp (at 25 fps that is 20 ms later), so a viseme shows in the frame nearest
   // its start.
-  const seen = now + Math.min(frames.drawMs(), 50) + Math.min(frames.displayMs(), 100) / 2;
+  const seen = now + Math.min(frames.drawMs(), 50) + Math.min(displayMs, 100) / 2;
   let sample = null;
   let errorMs = 0; // what the heard clock still gets wrong at speech onsets: the mouth eases
   if (clock) {
@@ -163,7 +164,7 @@ function frame(now) {
     }
   }
   // the timeline is read ahead by the easing's lag, so easing widens a transition, not delays it
-  const ahead = (mouth.leadMs(errorMs, frames.displayMs()) * SAMPLE_RATE) / 1000;
+  const ahead = (mouth.leadMs(errorMs, displayMs) * SAMPLE_RATE) / 1000;
   const drawn = mouth.step(sample === null ? {} : visemes.weightsAt(sample + ahead), errorMs, dt);
   avatar.setVisemes(drawn);
   avatar.update(dt / 1000, now / 1000);
