@@ -46,15 +46,15 @@ def test_the_mouth_keeps_to_the_sound_while_the_clocks_drift_apart(
     srv = LiveServer(cfg, show.app["live"]["models"]).start()  # the models are loaded once
     page = None
     try:
-        reported = srv.collect_reports()
-        page = open_stage(browser, srv.url)
-        host = Host(srv)
-        for i in range(70):  # ~3.5 minutes of speech, back to back
-            host.say(LINES[i % len(LINES)])
-        t0 = time.monotonic()
-        time.sleep(SECONDS)
-        host.interrupt()
-        time.sleep(5.5)  # the last report
+        with srv.collecting_reports() as reported:
+            page = open_stage(browser, srv.url)
+            host = Host(srv)
+            for i in range(70):  # ~3.5 minutes of speech, back to back
+                host.say(LINES[i % len(LINES)])
+            t0 = time.monotonic()
+            time.sleep(SECONDS)
+            host.interrupt()
+            time.sleep(5.5)  # the last report
         reports = [(t, r) for t, _, r in reported]
         errors = page.errors
     finally:

@@ -6,6 +6,8 @@ import asyncio
 import socket
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import aiohttp
@@ -57,13 +59,18 @@ class LiveServer:
             t.cancel()
         await asyncio.gather(*rest, return_exceptions=True)
 
-    def collect_reports(self) -> list[tuple[float, str, dict]]:
-        """Every valid `client_stats` the server gets from now on: (time.monotonic() it came,
+    @contextmanager
+    def collecting_reports(self) -> Iterator[list[tuple[float, str, dict]]]:
+        """Every valid `client_stats` the server gets while inside: (time.monotonic() it came,
         the viewer's sid, the report), the pages' own figures as the server sees them."""
         reports: list[tuple[float, str, dict]] = []
+        listeners = self.app["signals"].report_listeners
         listen = lambda sid, data: reports.append((time.monotonic(), sid, data))  # noqa: E731
-        self.app["signals"].report_listeners.append(listen)
-        return reports
+        listeners.append(listen)
+        try:
+            yield reports
+        finally:
+            listeners.remove(listen)
 
     def call(self, coro: Any, timeout: float = 60.0) -> Any:
         """Run a coroutine on the server's loop and wait for its result."""

@@ -64,13 +64,20 @@ def lines(n: int) -> list[str]:
     return out
 
 
-def _speak(srv: LiveServer, text: str) -> str:
+def _submit(srv: LiveServer, text: str) -> str:
+    """Say a line; its utterance id."""
     status, body = srv.call(say(srv, text))
     if status != 202:
         raise RuntimeError(f"say refused: {body}")
-    srv.call(until_final(srv, body["utterance_id"]), timeout=90)
-    time.sleep(0.8)  # the line's audio plays out, then a pause before the next
     return body["utterance_id"]
+
+
+def _speak(srv: LiveServer, text: str) -> str:
+    """Say a line and wait until it has been spoken; its utterance id."""
+    uid = _submit(srv, text)
+    srv.call(until_final(srv, uid), timeout=90)
+    time.sleep(0.8)  # the line's audio plays out, then a pause before the next
+    return uid
 
 
 VARIANTS = {"calibrated (as shipped)": "/", "uncalibrated (baseline)": "/?calibration=off"}
@@ -95,17 +102,16 @@ def _numbers(listed: str) -> list[float]:
 @contextmanager
 def listening_page(browser, srv: LiveServer, url: str) -> Iterator[tuple]:
     """One stage page alone (as on one viewer's machine), the probe in it and the server
-    collecting its reports, after WARM_UP lines: (page, reports as collect_reports gives
+    collecting its reports, after WARM_UP lines: (page, reports as collecting_reports gives
     them). The page closes and the collecting stops on the way out."""
     page = open_stage(browser, url)
-    probe(page)
-    reported = srv.collect_reports()
     try:
-        for text in lines(WARM_UP):
-            _speak(srv, text)
-        yield page, reported
+        probe(page)
+        with srv.collecting_reports() as reported:
+            for text in lines(WARM_UP):
+                _speak(srv, text)
+            yield page, reported
     finally:
-        srv.app["signals"].report_listeners.clear()
         page.close()
 
 
@@ -161,10 +167,7 @@ def measure_continuous(browser, srv: LiveServer, minutes: float) -> dict[int, di
         talk, queued, i = lines(60), [], 0
         while time.monotonic() - start < minutes * 60:
             while len(queued) < 2:
-                status, body = srv.call(say(srv, talk[i % len(talk)]))
-                if status != 202:
-                    raise RuntimeError(f"say refused: {body}")
-                queued.append(body["utterance_id"])
+                queued.append(_submit(srv, talk[i % len(talk)]))
                 i += 1
             srv.call(until_final(srv, queued.pop(0)), timeout=90)
             print(f"  continuous: {(time.monotonic() - start) / 60:.1f} min", flush=True)
