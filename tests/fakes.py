@@ -67,4 +67,4 @@ class WordsLLM:
             if cancel is not None and cancel.is_set():
                 return
             time.sleep(0.01)
-            yield FakePiece(w if i == 0 else " " + w, i, time.perf_counter(), i and 0.01 or None)
+            yield FakePiece(w if i == 0 else " " + w, i, time.perf_counter(), 0.01 if i else None)

@@ -48,8 +48,7 @@ VIEWPORT = {"width": 800, "height": 450}
 
 
 def open_stage(browser: Any, url: str, timeout_ms: int = 20_000) -> Any:
-    """A new viewer tab on the stage page (`viewport` its size), waited on until it hears the
-    broadcast."""
+    """A new viewer tab on the stage page (VIEWPORT), waited on until it hears the broadcast."""
     page = browser.new_page(viewport=VIEWPORT)
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
