@@ -24,6 +24,7 @@ LOUD = 0.02  # of full scale: the start of a sound
 QUIET = 0.004  # at most this is silence (Opus-decoded silence stays below 0.001)
 QUIET_MS = 50.0
 SNAP_MS = 40.0  # a voiced viseme this close after a sound onset in "silence" starts at it
+VOWELS = {"aa", "E", "I", "O", "U"}  # open shapes: the mouth opens with their sound, not before
 
 
 def sound_onsets(pcm: np.ndarray, rate: int, quiet_ms: float = QUIET_MS) -> list[int]:
@@ -45,8 +46,10 @@ def open_on_sound(
     frames: list[VisemeFrame], onsets: list[int], rate: int = 48000
 ) -> list[VisemeFrame]:
     """The frames with each voiced viseme that follows a pause starting where its sound does,
-    when the sound starts in that pause (within SNAP_MS of the viseme). Piper's alignment puts
-    a line's first vowel 5-15 ms after its sound begins; the mouth opens with the sound."""
+    when the sound starts in that pause (within SNAP_MS of the viseme), or, for a vowel, in its
+    first SNAP_MS. Piper's alignment puts a line's first vowel 5-15 ms after its sound begins,
+    now and then 5 ms before it; the mouth opens with the sound. (A consonant stays: its lips
+    take their shape before its burst.)"""
     out = list(frames)
     for onset in onsets:
         for i in range(1, len(out)):
@@ -62,5 +65,10 @@ def open_on_sound(
                     out[i - 1] = VisemeFrame(pause.sample, "sil", onset - pause.sample)
                 else:
                     del out[i - 1]
+                break
+            late = onset - voiced.sample
+            if voiced.viseme in VOWELS and 0 < late < min(SNAP_MS * rate / 1000, voiced.duration):
+                out[i - 1] = VisemeFrame(pause.sample, "sil", onset - pause.sample)
+                out[i] = VisemeFrame(onset, voiced.viseme, voiced.duration - late, voiced.weight)
                 break
     return out

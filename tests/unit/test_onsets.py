@@ -66,6 +66,18 @@ def test_a_voiced_viseme_after_a_pause_opens_where_its_sound_starts() -> None:
     assert open_on_sound(track, [0])[0].duration == 120 * MS
 
 
+def test_a_vowel_aligned_before_its_sound_opens_when_the_sound_starts() -> None:
+    track = frames(("sil", 20), ("E", 100), ("nn", 50))
+    moved = open_on_sound(track, [25 * MS])
+    assert [(f.viseme, f.sample, f.duration) for f in moved] == [
+        ("sil", 0, 25 * MS),
+        ("E", 25 * MS, 95 * MS),
+        ("nn", 120 * MS, 50 * MS),
+    ]
+    # a sound well inside the vowel is not its start
+    assert open_on_sound(track, [70 * MS]) == track
+
+
 def test_visemes_stay_where_the_sound_gives_no_reason_to_move_them() -> None:
     track = frames(("sil", 100), ("DD", 60), ("aa", 100))
     # a stop's burst comes inside its own viseme: the lips closed before it
