@@ -8,12 +8,12 @@ loud) against `state().mouth_open` sampled every animation frame (the mouth pass
 opening). ATSC IS-191 allows the picture 45 ms early and 15 ms late.
 
 Each figure must be within ±45 ms and the probe's median within 10 ms of the page's. The p95
-is held to what the frames and the lead account for, plus CLOCK_MS for the page's heard
-clock, not to the 15 ms aimed at: a viseme shows in the frame nearest its start, lead
-included, so each figure spreads over a frame's length around −lead (the picture leads), and
-headless Chromium in software GL, on two cores that also run the show, draws 30-50 frames a
-second, unevenly, even in the small window the tests give it (server/bench/browser.py). At
-36 fps and the 6 ms lead that is 14 + 6 + 10 = 30 ms; a 60 fps machine would be held to 24.
+is held to what the frames account for, plus CLOCK_MS for the page's heard clock: a viseme
+shows in the frame nearest its start, so each figure spreads over a frame's length, and where
+half a frame is more than 12 ms the page draws the lips ahead by the rest (ATSC's late side
+is the narrow one). Headless Chromium in software GL, on two cores that also run the show,
+draws 45-60 frames a second in the small window the tests give it (server/bench/browser.py):
+at 60 fps that is 8 + 10 = 18 ms, at 30 fps 17 + 5 + 10 = 32 ms.
 """
 
 from __future__ import annotations
@@ -42,7 +42,9 @@ def test_each_line_starts_with_mouth_and_sound_together(browser: Browser, show: 
     assert got["fps reported"], "the page reported no frame rate"
     assert all(abs(ms) <= 45 for ms in page), page
     fps = statistics.median(got["fps reported"])
-    bound = 1000 / fps / 2 + show.app["config"].stage.viseme_lead_ms + CLOCK_MS
+    half = 1000 / fps / 2
+    guard = max(0.0, half - 12)  # web/static/stage/lipsync.js: lateGuardMs
+    bound = half + guard + show.app["config"].stage.viseme_lead_ms + CLOCK_MS
     p95 = pct([abs(ms) for ms in page], 95)
     print(f"|p95| {p95:.1f} ms; bound {bound:.1f} ms at the page's median {fps:g} fps")
     assert p95 <= bound, page

@@ -55,9 +55,10 @@ class StageConfig:
     # the broadcast clock's deliberate error against the machine's, for tests of drift
     # handling (a viewer's audio clock differs by tens of ppm); 0 in production
     clock_skew_ppm: float = 0.0
-    # the stage page draws the lips this far ahead of the sound: ATSC IS-191 lets the picture
-    # lead by up to 45 ms but lag by only 15, and lips move before the sound they shape
-    viseme_lead_ms: float = 6.0
+    # the stage page draws the lips this far ahead of the sound, on top of what its frame rate
+    # calls for (ATSC IS-191 lets the picture lead by up to 45 ms but lag by only 15; a frame
+    # shows a viseme up to half its interval late, so at 30 fps the page leads by 5 ms itself)
+    viseme_lead_ms: float = 0.0
     # coarticulation: a viseme shorter than this stays in the mouth's shape, under the next
     # ones of the same word, this long after its start (TalkingHead's ~120 ms reads smoother)
     viseme_hold_ms: float = 0.0

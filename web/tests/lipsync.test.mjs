@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import {
-  CaptionTrack, DrawnOnsets, MouthBlend, Playhead, RecentSet, VisemeTrack, blendFactor,
+  CaptionTrack, DrawnOnsets, MouthBlend, Playhead, RecentSet, VisemeTrack, blendFactor, lateGuardMs,
 } from "../static/stage/lipsync.js";
 
 const MS = 48;
@@ -276,4 +276,17 @@ test("a viseme shorter than a frame can go unseen; held, it is seen", () => {
   };
   assert.deepEqual(seenAt(0), { planned: 3, seen: 2 }); // the p fell between two frames
   assert.deepEqual(seenAt(120), { planned: 3, seen: 3 });
+});
+
+test("the lips lead by what half a frame exceeds the late budget, and only then", () => {
+  // a viseme shows up to half a frame after its start: at 60 fps that stays inside ATSC's
+  // 15 ms late side, at 30 and 20 fps the page draws the lips ahead by the rest of 12 ms
+  assert.equal(lateGuardMs(1000 / 60), 0);
+  assert.equal(lateGuardMs(24), 0);
+  assert.ok(Math.abs(lateGuardMs(1000 / 30) - 4.67) < 0.01, String(lateGuardMs(1000 / 30)));
+  assert.equal(lateGuardMs(50), 13);
+  assert.equal(lateGuardMs(40, 10), 10);
+  // a stalled page (or no frames yet) is not led by seconds
+  assert.equal(lateGuardMs(5000), 38);
+  assert.equal(lateGuardMs(NaN), 0);
 });

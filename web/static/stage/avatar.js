@@ -29,9 +29,9 @@ function deformedSphere(ws, hs, fn) {
 
 // Hair: a shell over the skull whose vertices below a hairline (with a swept, tufted fringe)
 // sink inside the head, so the edge tapers into the skin.
-function hairGeometry() {
+function hairGeometry(seg) {
   const cover = [];
-  const g = deformedSphere(56, 36, (x, y, z) => {
+  const g = deformedSphere(seg(56), seg(36), (x, y, z) => {
     const el = Math.asin(Math.max(-1, Math.min(1, y))), az = Math.atan2(x, z), front = Math.cos(az);
     const hl = front > 0 ? 0.1 + 0.5 * front ** 1.5 : 0.1 + 0.62 * front;
     const s = THREE.MathUtils.smoothstep(el, hl - 0.02, hl + 0.07);
@@ -65,10 +65,10 @@ const onHead = (az, el, k) => {
 };
 
 // A lock of hair: a tube along the skull, flattened against it and tapering to a point.
-function lockGeometry(pts, width) {
+function lockGeometry(pts, width, seg) {
   const curve = new THREE.CatmullRomCurve3(pts.map(([az, el], i) => onHead(az, el, 1.05 - 0.017 * i)));
   width *= 1.15;
-  const T = 16, R = 8, g = new THREE.TubeGeometry(curve, T, 1, R, false), p = g.getAttribute("position");
+  const T = seg(16), R = seg(8), g = new THREE.TubeGeometry(curve, T, 1, R, false), p = g.getAttribute("position");
   const v = new THREE.Vector3(), n = new THREE.Vector3();
   for (let i = 0; i <= T; i++) {
     const u = i / T, c = curve.getPointAt(u), taper = (1 - u ** 1.6) * Math.min(1, 0.4 + 2 * u);
@@ -146,9 +146,14 @@ function merge(parts) {
 export class Avatar {
   constructor(canvas, options = {}) {
     this.canvas = canvas;
+    const software = softwareGL();
+    // Software GL pays per triangle (SwiftShader: about 1.4 µs each, per frame, on the CPU the
+    // show also needs): it draws the figure with half the segments (a quarter of the
+    // triangles), where the low resolution it renders at (RenderBudget) hides them anyway.
+    this.detail = options.detail ?? (software ? 0.5 : 1);
     try {
       this.renderer = new THREE.WebGLRenderer({
-        canvas, antialias: options.antialias ?? !softwareGL(), alpha: true, preserveDrawingBuffer: true, stencil: true,
+        canvas, antialias: options.antialias ?? !software, alpha: true, preserveDrawingBuffer: true, stencil: true,
       });
     } catch (e) {
       throw new Error("WebGL is unavailable: " + (e && e.message ? e.message : e));
@@ -174,6 +179,7 @@ export class Avatar {
   }
 
   _build() {
+    const seg = (n) => Math.max(3, Math.round(n * this.detail)); // segments at this detail
     const mat = (look, props) => this._matcap(look, props);
     const skinLook = { color: SKIN, roughness: 0.58, emissive: "#3d150c", emissiveIntensity: 0.25 }; // warm shade
     const skin = mat(skinLook), paint = mat(skinLook, { vertexColors: true });
@@ -185,20 +191,20 @@ export class Avatar {
     // Body (breathing) and the head rig pivoting at the neck
     this.body = new THREE.Group(); this.scene.add(this.body);
     const torso = new THREE.LatheGeometry([[0, -1.14], [0.36, -1.16], [0.62, -1.26], [1.12, -1.44], [1.45, -1.7],
-      [1.6, -2.14], [1.65, -3.3]].map(([a, b]) => new THREE.Vector2(a, b)), 40).scale(1, 1, 0.6);
-    const collar = new THREE.TorusGeometry(0.39, 0.065, 10, 40).rotateX(Math.PI / 2).scale(1, 0.8, 1).translate(0, -1.18, -0.08);
+      [1.6, -2.14], [1.65, -3.3]].map(([a, b]) => new THREE.Vector2(a, b)), seg(40)).scale(1, 1, 0.6);
+    const collar = new THREE.TorusGeometry(0.39, 0.065, seg(10), seg(40)).rotateX(Math.PI / 2).scale(1, 0.8, 1).translate(0, -1.18, -0.08);
     this.body.add(new THREE.Mesh(merge([[torso], [collar]]), shirt));
-    const neck = new THREE.Mesh(new THREE.CylinderGeometry(0.31, 0.35, 0.7, 28, 1, true), skin);
+    const neck = new THREE.Mesh(new THREE.CylinderGeometry(0.31, 0.35, 0.7, seg(28), 1, true), skin);
     neck.position.set(0, -0.88, -0.1); this.body.add(neck);
 
     this.rig = new THREE.Group(); this.rig.position.y = -0.85; this.body.add(this.rig);
     const head = this.head = new THREE.Group(); head.position.y = 0.85; this.rig.add(head);
-    const headGeo = deformedSphere(48, 34, headPoint), surf = surfaceSampler(headGeo);
-    const ears = [-1, 1].map((side) => [new THREE.SphereGeometry(1, 12, 10).scale(0.08, 0.17, 0.12).translate(side * 0.84, -0.12, -0.05)]);
-    const nose = new THREE.SphereGeometry(1, 16, 12).scale(0.085, 0.07, 0.075).translate(0, -0.25, surf(0, -0.25) - 0.012);
+    const headGeo = deformedSphere(seg(48), seg(34), headPoint), surf = surfaceSampler(headGeo);
+    const ears = [-1, 1].map((side) => [new THREE.SphereGeometry(1, seg(12), seg(10)).scale(0.08, 0.17, 0.12).translate(side * 0.84, -0.12, -0.05)]);
+    const nose = new THREE.SphereGeometry(1, seg(16), seg(12)).scale(0.085, 0.07, 0.075).translate(0, -0.25, surf(0, -0.25) - 0.012);
     // Draw order front to back (hair, face, eyes, neck, body) so hidden pixels fail the depth test
     const face = new THREE.Mesh(merge([[headGeo], [nose], ...ears]), paint);
-    const locks = new THREE.Mesh(merge([[hairGeometry()], ...LOCKS.map(([w, pts]) => [lockGeometry(pts, w)]),
+    const locks = new THREE.Mesh(merge([[hairGeometry(seg)], ...LOCKS.map(([w, pts]) => [lockGeometry(pts, w, seg)]),
       [browGeometry(-1, surf)], [browGeometry(1, surf)]]), hair);
     face.renderOrder = -2; locks.renderOrder = -3;
     head.add(face, locks);
@@ -220,8 +226,8 @@ export class Avatar {
     const inst = (geo, m) => {
       const im = new THREE.InstancedMesh(geo, m, 2); im.frustumCulled = false; im.renderOrder = -1; head.add(im); return im;
     };
-    this.eyeMesh = inst(new THREE.SphereGeometry(EYE.r, 24, 16).rotateX(Math.PI / 2), mat({ roughness: 0.18 }, { map: eyeTexture(IRIS) }));
-    const lid = (upper) => new THREE.SphereGeometry(EYE.r * 1.045, 24, 6, 0, Math.PI * 2, upper ? 0 : Math.PI / 2, Math.PI / 2);
+    this.eyeMesh = inst(new THREE.SphereGeometry(EYE.r, seg(24), seg(16)).rotateX(Math.PI / 2), mat({ roughness: 0.18 }, { map: eyeTexture(IRIS) }));
+    const lid = (upper) => new THREE.SphereGeometry(EYE.r * 1.045, seg(24), seg(6), 0, Math.PI * 2, upper ? 0 : Math.PI / 2, Math.PI / 2);
     this.upLids = inst(merge([[lid(true), "#eeeeee"],
       [new THREE.TorusGeometry(EYE.r * 1.05, 0.014, 6, 24, Math.PI).rotateX(Math.PI / 2), "#1d1412"]]), paint);
     this.loLids = inst(merge([[lid(false), "#eeeeee"]]), paint);

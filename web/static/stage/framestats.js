@@ -8,16 +8,16 @@ export class FrameStats {
     this.last = null;
     this.dropped = 0;
     this.period = 1000 / 60;
-    this.drawing = null; // how long after its timestamp a frame is drawn, lately (ms)
+    this.drawing = null; // how long drawing a frame takes, lately (ms)
   }
 
-  /** The frame stamped `now` was drawn by `done` (ms). */
-  drawn(now, done) {
-    const ms = Math.max(0, done - now);
+  /** The frame whose drawing began at `start` was drawn by `done` (ms). */
+  drawn(start, done) {
+    const ms = Math.max(0, done - start);
     this.drawing = this.drawing === null ? ms : this.drawing + (ms - this.drawing) * 0.1;
   }
 
-  /** How long after its timestamp a frame appears, lately (ms; 0 before the first). */
+  /** How long drawing a frame takes, lately (ms; 0 before the first). */
   drawMs() {
     return this.drawing ?? 0;
   }

@@ -7,7 +7,7 @@ import { ChatColumn } from "./chat.js";
 import { Hearing, HeardClock, OnsetCalibration } from "./hearing.js";
 import { Link } from "./link.js";
 import {
-  CaptionTrack, DrawnOnsets, MouthBlend, Playhead, RecentSet, SAMPLE_RATE, VisemeTrack,
+  CaptionTrack, DrawnOnsets, MouthBlend, Playhead, RecentSet, SAMPLE_RATE, VisemeTrack, lateGuardMs,
 } from "./lipsync.js";
 import { FrameStats, RenderBudget } from "./framestats.js";
 import { TimeSync } from "./timesync.js";
@@ -22,6 +22,8 @@ const LEAD_MS = msSetting(params.get("lead") ?? document.body.dataset.visemeLead
 // A short viseme inside a word stays in the mouth's shape this long (`stage.viseme_hold_ms`;
 // `?hold=` overrides it)
 const HOLD_MS = msSetting(params.get("hold") ?? document.body.dataset.visemeHoldMs, 200);
+// `?detail=0.2..1` sets the figure's tessellation (the avatar's own choice by default)
+const DETAIL = ((d) => (d >= 0.2 && d <= 1 ? d : null))(Number(params.get("detail") ?? NaN));
 const $ = (id) => document.getElementById(id);
 
 const canvas = $("avatar");
@@ -119,7 +121,7 @@ function heardNext(phrase) {
 
 function makeAvatar(el) {
   try {
-    return { avatar: new Avatar(el), renderer: "webgl" };
+    return { avatar: new Avatar(el, DETAIL === null ? {} : { detail: DETAIL }), renderer: "webgl" };
   } catch (err) {
     console.warn("WebGL unavailable, drawing the avatar in 2D:", err);
     return { avatar: new FlatAvatar(el), renderer: "canvas2d" };
@@ -134,13 +136,16 @@ hearing.onchange = showSoundGate;
 $("sound-gate").addEventListener("click", () => hearing.resume().then(showSoundGate));
 
 function frame(now) {
+  const started = performance.now();
   const dt = frames.tick(now);
   const displayMs = frames.displayMs();
-  // A frame appears once it is drawn, some ms after its timestamp (software GL: 5-15 ms), and
-  // is seen until the next one appears: draw the mouth for the middle of that time, not the
-  // frame's timestamp (at 25 fps that is 20 ms later), so a viseme shows in the frame nearest
-  // its start.
-  const seen = now + Math.min(frames.drawMs(), 50) + Math.min(displayMs, 100) / 2;
+  // A frame appears once it is drawn and is seen until the next one appears: draw the mouth
+  // for the middle of that time, so a viseme shows in the frame nearest its start. The
+  // callback starts 1-20 ms after the frame's timestamp, by how busy the main thread is (in
+  // software GL, by frame): timed from its own start plus how long drawing takes lately, not
+  // from the timestamp, which left each frame's mouth off by that spread.
+  const seen = started + Math.min(frames.drawMs(), 50) + Math.min(displayMs, 100) / 2;
+  const lead = LEAD_MS + lateGuardMs(displayMs);
   let sample = null;
   let errorMs = 0; // what the heard clock still gets wrong at speech onsets: the mouth eases
   if (clock) {
@@ -157,7 +162,7 @@ function frame(now) {
       if (CALIBRATE && anchor !== null) clock.calibrationMs = calibrationMs = anchor;
     }
     errorMs = calibration.offsetMs() ?? 0;
-    sample = playhead.at(clock.sampleAt(seen + LEAD_MS));
+    sample = playhead.at(clock.sampleAt(seen + lead));
     if (duck?.next != null && clock.sampleAt(now) >= Math.max(duck.at, duck.next - REOPEN_LEAD)) {
       duck = null;
       hearing.open();
@@ -170,15 +175,15 @@ function frame(now) {
   avatar.update(dt / 1000, now / 1000);
   avatar.render();
   const appeared = performance.now();
-  frames.drawn(now, appeared);
+  frames.drawn(started, appeared);
   const shown = sample === null ? null : visemes.frameAt(sample);
   // the sample heard now (API.md's current_sample); the mouth shows `sample`, a little ahead
   heard = { sample: clock ? clock.sampleAt(appeared) : null, viseme: shown?.viseme ?? "sil", mouth: avatar.mouthOpen };
   if (sample !== null) {
     // The picture of a viseme appears when its first frame does (`appeared`), though the frame
-    // was drawn for `seen + LEAD_MS`: the figure is against the sound heard when it appeared.
+    // was drawn for `seen + lead`: the figure is against the sound heard when it appeared.
     // What the clock still gets wrong at heard onsets (positive: the mouth leads) counts too.
-    const correction = appeared - seen - LEAD_MS - errorMs;
+    const correction = appeared - seen - lead - errorMs;
     onsets.frame(shown, sample, correction, serverMs(appeared));
     visemes.markSeen(sample, drawn);
     visemes.prune(sample);
