@@ -67,11 +67,23 @@
     };
   }
 
+  // When the context rendered the newest sample its analysers hold (epoch ms). It renders in
+  // bursts, so that is up to a burst before this frame: the context's output timestamp says
+  // when a context time is played, and rendering runs its base and output latencies ahead.
+  function rendered(t) {
+    const ts = ctx && ctx.getOutputTimestamp ? ctx.getOutputTimestamp() : null;
+    if (!ts || !(ts.performanceTime > 0)) return t;
+    const ahead = (ctx.baseLatency || 0) + (ctx.outputLatency || 0);
+    const at = performance.timeOrigin + ts.performanceTime + (ctx.currentTime - ts.contextTime - ahead) * 1000;
+    return at <= t && at > t - 100 ? at : t;
+  }
+
   function frame() {
     listen();
     const t = now();
-    const heard = received ? read(analyser, buf, t) : { rms: 0, loudAt: null, until: null };
-    const out = played ? read(outAnalyser, outBuf, t) : { until: null };
+    const end = rendered(t);
+    const heard = received ? read(analyser, buf, end) : { rms: 0, loudAt: null, until: null };
+    const out = played ? read(outAnalyser, outBuf, end) : { until: null };
     const s = window.allnighter ? window.allnighter.state() : {};
     records.push({
       t,

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { HeardClock, OnsetCalibration } from "../static/stage/hearing.js";
+import { HeardClock, OnsetCalibration, renderedAt } from "../static/stage/hearing.js";
 
 const MS = 48;
 
@@ -196,4 +196,17 @@ test("an onset heard before its announcement is matched when the announcement co
     late.step(buf, now, clock, track, MS);
   }
   assert.equal(late.anchorMs(), null);
+});
+
+test("a buffer is timed when the context rendered its newest sample, not when it was read", () => {
+  // output timestamp: context time 10.000 s is played at 5000 ms; rendering runs 42 ms ahead
+  const ctx = { currentTime: 10.05, baseLatency: 0.01, outputLatency: 0.032,
+    getOutputTimestamp: () => ({ contextTime: 10, performanceTime: 5000 }) };
+  // 10.05 s is played at 5050 ms and was rendered 42 ms before: read at 5015 ms, 7 ms stale
+  assert.ok(Math.abs(renderedAt(ctx, 5015) - 5008) < 1e-9, String(renderedAt(ctx, 5015)));
+  // before the context plays, or with a mapping from the future or long gone: the read's time
+  assert.equal(renderedAt({ ...ctx, getOutputTimestamp: () => ({ contextTime: 0, performanceTime: 0 }) }, 5015), 5015);
+  assert.equal(renderedAt(ctx, 5000), 5000);
+  assert.equal(renderedAt(ctx, 5200), 5200);
+  assert.equal(renderedAt({ currentTime: 1 }, 77), 77);
 });

@@ -171,6 +171,7 @@ export class Avatar {
     this._matcaps = new Map();
     this._targets = [];
     this._build();
+    if (options.cpuMorph ?? software) this._morphOnCpu();
     if (this._bake) { this._bake.ball.geometry.dispose(); this._bake = null; }
     this._gaze = { x: 0, y: 0, tx: 0, ty: 0, next: 0 };
     this._blink = { value: 0, start: -1, next: 1.5 + Math.random() * 2, double: false };
@@ -353,11 +354,52 @@ export class Avatar {
     let open = 0;
     for (let i = 0; i < VISEMES.length; i++) open += this._weights[i] * JAW_OPEN[VISEMES[i]];
     this._mouthOpen = Math.min(1, Math.max(0, open));
-    for (const m of this.mouthMeshes) {
-      const inf = m.morphTargetInfluences;
-      for (let i = 0; i < VISEMES.length; i++) inf[i] = this._weights[i];
+    if (this._cpuMorphs) this._blendOnCpu();
+    else {
+      for (const m of this.mouthMeshes) {
+        const inf = m.morphTargetInfluences;
+        for (let i = 0; i < VISEMES.length; i++) inf[i] = this._weights[i];
+      }
     }
     this.renderer.render(this.scene, this.camera);
+  }
+
+  // Software GL runs the vertex shader on the CPU, and three.js's morphing fetches all 15
+  // targets for every vertex, every frame: the mouth's three small meshes took about a third of
+  // a core there, as much as the rest of the figure. The mouth is blended here instead, from
+  // the targets in use (two or three), and drawn as plain geometry. The same sum three.js
+  // forms for absolute targets: base·(1 − Σw) + Σ w·target.
+  _morphOnCpu() {
+    this._cpuMorphs = [];
+    for (const m of this.mouthMeshes) {
+      const g = m.geometry;
+      for (const name of Object.keys(g.morphAttributes)) {
+        const attr = g.getAttribute(name);
+        this._cpuMorphs.push({ attr, base: attr.array.slice(), targets: g.morphAttributes[name].map((a) => a.array) });
+      }
+      g.morphAttributes = {};
+      m.morphTargetInfluences = undefined;
+      m.morphTargetDictionary = undefined;
+    }
+    this._blended = new Float32Array(VISEMES.length).fill(-1);
+  }
+
+  _blendOnCpu() {
+    const w = this._weights;
+    if (w.every((x, i) => x === this._blended[i])) return; // the mouth holds still: nothing to upload
+    this._blended.set(w);
+    let sum = 0;
+    for (let i = 0; i < w.length; i++) sum += w[i];
+    for (const { attr, base, targets } of this._cpuMorphs) {
+      const out = attr.array;
+      for (let j = 0; j < out.length; j++) out[j] = base[j] * (1 - sum);
+      for (let i = 0; i < w.length; i++) {
+        if (w[i] === 0) continue;
+        const t = targets[i], k = w[i];
+        for (let j = 0; j < out.length; j++) out[j] += t[j] * k;
+      }
+      attr.needsUpdate = true;
+    }
   }
 
   get mouthOpen() { return this._mouthOpen; }

@@ -240,6 +240,7 @@ export class Hearing {
     // reads (at 20–33 fps a 21 ms window left gaps, and onsets in them were timed late)
     this.analyser.fftSize = 4096;
     this.buffer = new Float32Array(this.analyser.fftSize);
+    this.readEnd = null; // when the newest sample read() gave was rendered (performance time)
     this.sources = [];
     this.lookaheadMs = LOOKAHEAD_MS;
     this.delay = this.ctx.createDelay(1);
@@ -297,6 +298,7 @@ export class Hearing {
   read() {
     if (!this.running) return null;
     this.analyser.getFloatTimeDomainData(this.buffer);
+    this.readEnd = renderedAt(this.ctx);
     return this.buffer;
   }
 
@@ -312,6 +314,23 @@ export class Hearing {
   nodes() {
     return { context: this.ctx, heard: this.sources.length ? this.delay : null, played: this.gain };
   }
+}
+
+/**
+ * When (performance time) the context rendered its newest sample: where an analyser's data
+ * ends. The audio thread renders in bursts (here every 9-30 ms), so a buffer read at
+ * performance.now() ends 0-11 ms before then, by read; timed at the read, onsets came out that
+ * much late, at random. The context's output timestamp maps context time to when it is played
+ * (to a tenth of a ms), and the newest sample is played its base and output latencies after it
+ * is rendered. Falls back on the read's own time until the context plays.
+ */
+export function renderedAt(ctx, now = performance.now()) {
+  const ts = ctx.getOutputTimestamp?.();
+  if (!ts || !(ts.performanceTime > 0) || !Number.isFinite(ts.contextTime)) return now;
+  const latency = (ctx.baseLatency || 0) + (ctx.outputLatency || 0);
+  const at = ts.performanceTime + (ctx.currentTime - ts.contextTime - latency) * 1000;
+  // a mapping that says the sample is from the future, or long gone, is not believed
+  return at <= now && at > now - 100 ? at : now;
 }
 
 export function median(values) {

@@ -152,10 +152,10 @@ function frame(now) {
     clock.poll();
     const samples = hearing.read();
     if (samples) {
-      // timed when read: the frame's callback starts some ms after its timestamp. (After an
+      // timed when rendered (see renderedAt), not at the frame's timestamp. (After an
       // interrupt the stream still carries speech that was cut: its onsets were cut from the
       // timeline too, so nothing is matched with them.)
-      calibration.step(samples, performance.now(), clock, visemes, hearing.perMs);
+      calibration.step(samples, hearing.readEnd, clock, visemes, hearing.perMs);
       // the onset is found a look-ahead before it is heard, in the quiet before it: the
       // clock moves at once, and the viewer sees no jump
       const anchor = calibration.anchorMs();
