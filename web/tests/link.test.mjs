@@ -71,6 +71,9 @@ test("a moment is shown for the length-weighted mean of the last second's frame 
   const expected = ((1000 / 60) ** 2 + (1000 / 30) ** 2) / (1000 / 60 + 1000 / 30);
   assert.ok(Math.abs(skipping.displayMs() - expected) < 0.5, skipping.displayMs());
   assert.ok(skipping.displayMs() > 27); // not the median's 17
+  steady.tick((t = 60 * 20 + 250)); // a stall: the next frame will not be like it
+  steady.tick((t += 20));
+  assert.ok(Math.abs(steady.displayMs() - 20) < 1e-9, String(steady.displayMs()));
 });
 
 test("how long a frame takes to appear follows the latest frames, steadily", () => {

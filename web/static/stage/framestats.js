@@ -1,6 +1,9 @@
 // Animation frame figures: frames per second over the last second, and frames dropped
 // (an interval of k expected frame times means k − 1 frames were never drawn).
 
+// an interval this many display periods long is a stall, not a frame rate
+const STALL = 4;
+
 export class FrameStats {
   constructor() {
     this.times = [];
@@ -54,19 +57,20 @@ export class FrameStats {
    * frames hold more moments, so this is the intervals' mean weighted by their length
    * (Σg² / Σg), not their median. A page that misses every other vsync at 60 Hz shows frames
    * for 17 and 33 ms; a moment lands in a 33 ms one two times in three, and waits 14 ms on
-   * average, not 8.
+   * average, not 8. A stall (an interval over STALL display periods) is left out: it says
+   * nothing of the next frame, and one of 250 ms had the mouth drawn 35 ms early for a second.
    */
   displayMs() {
     const t = this.times;
-    if (t.length < 3) return this.period;
     let sum = 0;
     let squares = 0;
     for (let i = 1; i < t.length; i++) {
       const g = t[i] - t[i - 1];
+      if (g > this.period * STALL) continue;
       sum += g;
       squares += g * g;
     }
-    return squares / sum;
+    return sum > 0 && t.length >= 3 ? squares / sum : this.period;
   }
 }
 
