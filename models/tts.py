@@ -129,6 +129,9 @@ def _session(path: Path, loaded: onnxruntime.InferenceSession) -> onnxruntime.In
     add_alignment_output(model)  # the phoneme timings the visemes come from
     options = onnxruntime.SessionOptions()
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    # one thread, the caller's: it runs on the thread that asks (the show's TTS thread, which
+    # yields the CPU to the audio path); a pool would be started by the thread that loads
+    options.intra_op_num_threads = 1
     providers = loaded.get_providers()  # Piper's choice (CUDA with its options, or CPU)
     settings = loaded.get_provider_options()
     return onnxruntime.InferenceSession(

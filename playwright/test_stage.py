@@ -108,6 +108,30 @@ def _reported_onsets(show: LiveServer, timeout: float = 8.0) -> list[float]:
     return []
 
 
+@contextlib.contextmanager
+def _timing_interrupts(stage):
+    """[reached, sent] (epoch ms) for each interrupt inside: when the stage had it, and when its
+    event had gone out to the viewers."""
+    served: list[list[float]] = []
+    interrupt, emit = stage.interrupt, stage.emit
+
+    async def timed_interrupt(role):
+        served.append([time.time() * 1000])
+        return await interrupt(role)
+
+    async def timed_emit(name, data):
+        await emit(name, data)
+        if name == "interrupt" and served:
+            served[-1].append(time.time() * 1000)
+
+    stage.interrupt, stage.emit = timed_interrupt, timed_emit
+    try:
+        yield served
+    finally:
+        del stage.interrupt
+        stage.emit = emit
+
+
 def test_interrupt_from_the_panel_silences_the_page_and_closes_the_mouth(browser, show, host: Host):
     desk = open_desk(browser, show.url)
     page = open_stage(browser, show.url)
@@ -125,9 +149,10 @@ def test_interrupt_from_the_panel_silences_the_page_and_closes_the_mouth(browser
              () => { window.__clickedAt = performance.timeOrigin + performance.now(); },
              {capture: true})"""
     )
-    desk.click("#interrupt")
-    cut = desk.evaluate("() => window.__clickedAt")
-    page.wait_for_timeout(1200)
+    with _timing_interrupts(show.app["live"]["stage"]) as served:
+        desk.click("#interrupt")
+        cut = desk.evaluate("() => window.__clickedAt")
+        page.wait_for_timeout(1200)
     recs = records(page, t0)
     assert any(r.get("playedUntil") for r in recs), "the probe could not hear the page's output"
     quiet_at = silent_after(recs, cut, "playedUntil")  # what the viewer hears
@@ -136,6 +161,12 @@ def test_interrupt_from_the_panel_silences_the_page_and_closes_the_mouth(browser
     # that thread 50-200 ms, now and then 600: the bound is on the time the page could act.
     busy = page.evaluate("([a, b]) => window.__probe.busy(a, b)", [cut, quiet_at])
     print(f"heard until {quiet_at - cut:.0f} ms after the click, the page held {busy:.0f} ms of it")
+    if served and len(served[0]) == 2:  # where the time went, for a run that fails
+        got, emitted = served[0]
+        print(
+            f"the server had the POST {got - cut:.0f} ms after the click, sent the event at "
+            f"{emitted - cut:.0f} ms; the page went quiet {quiet_at - emitted:.0f} ms after that"
+        )
     assert quiet_at - cut - busy <= 200, (
         f"still heard {quiet_at - cut:.0f} ms after the click ({busy:.0f} ms of it the page's "
         "main thread was held by the browser)"

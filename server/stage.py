@@ -77,7 +77,10 @@ class Stage:
         # phrase and viseme events of speech not yet played: replayed to viewers who join
         self._announced: deque[tuple[int, str, dict, dict]] = deque()
         self._speech_first = SpeechFirst()
-        self._tts_thread = ModelThread("tts")
+        # Synthesis runs seconds ahead of the broadcast; the loop that paces audio and events
+        # out does not. On a busy machine it waited 20-120 ms for a core behind Piper, and an
+        # interrupt reached the viewers that late: the TTS thread yields to it.
+        self._tts_thread = ModelThread("tts", nice=10)
         # the ASR feedback hears each phrase as the broadcast sent it
         self._tap = PhraseTap(feedback.check) if feedback is not None else None
         self._worker: asyncio.Task | None = None
