@@ -58,17 +58,15 @@ def open_on_sound(
                 break
             if pause.viseme != "sil" or voiced.viseme == "sil":
                 continue
-            if pause.sample <= onset < voiced.sample:
-                moved = voiced.sample - onset
-                out[i] = VisemeFrame(onset, voiced.viseme, voiced.duration + moved, voiced.weight)
+            late = onset - voiced.sample  # < 0: the sound starts in the pause
+            in_pause = pause.sample <= onset < voiced.sample
+            snap = min(SNAP_MS * rate / 1000, voiced.duration)
+            in_vowel = voiced.viseme in VOWELS and 0 < late < snap
+            if in_pause or in_vowel:
+                out[i] = VisemeFrame(onset, voiced.viseme, voiced.duration - late, voiced.weight)
                 if onset > pause.sample:
                     out[i - 1] = VisemeFrame(pause.sample, "sil", onset - pause.sample)
                 else:
                     del out[i - 1]
-                break
-            late = onset - voiced.sample
-            if voiced.viseme in VOWELS and 0 < late < min(SNAP_MS * rate / 1000, voiced.duration):
-                out[i - 1] = VisemeFrame(pause.sample, "sil", onset - pause.sample)
-                out[i] = VisemeFrame(onset, voiced.viseme, voiced.duration - late, voiced.weight)
                 break
     return out
