@@ -62,6 +62,7 @@ export class FrameStats {
    */
   displayMs() {
     const t = this.times;
+    if (t.length < 3) return this.period;
     let sum = 0;
     let squares = 0;
     for (let i = 1; i < t.length; i++) {
@@ -70,7 +71,7 @@ export class FrameStats {
       sum += g;
       squares += g * g;
     }
-    return sum > 0 && t.length >= 3 ? squares / sum : this.period;
+    return sum > 0 ? squares / sum : this.period; // nothing but stalls: the display's own
   }
 }
 
