@@ -5,8 +5,8 @@ above the onset amplitude after 5 ms of quiet in the probe's 85 ms buffer was he
 "soundUntil": when its last sample above silence was heard (or null), "mouth": mouth_open as
 drawn}. The audio onset
 is that first loud sample after a quiet stretch (timed within the frame, not at the frame); the
-mouth onset is the first frame drawn, as the mouth opens from closed, past half the opening it
-reaches in that rise: an edge is timed at its midpoint, as the page centres each viseme's
+mouth onset is the first frame drawn, as the mouth opens from closed, past half the opening of
+its first viseme: an edge is timed at its midpoint, as the page centres each viseme's
 crossfade on its start (a fixed threshold would time an "aa" earlier than an "I").
 Offset = mouth − audio (positive: the mouth is late).
 
@@ -17,6 +17,7 @@ stop consonant's closure is silent while the lips already form it, which is no s
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
 
 LOUD = 0.02  # RMS of speech as received; decoded silence is below 1e-3
 QUIET = 0.005
@@ -43,22 +44,34 @@ def audio_onsets(records: Sequence[dict], quiet_ms: float = QUIET_MS) -> list[fl
 
 def mouth_onset(records: Sequence[dict], near: float, window: float = SEARCH_MS) -> float | None:
     """The first time within ±window of `near` that the drawn mouth, opening from a closed
-    frame, passes half the opening it reaches before it stops opening (within RISE_MS; at
-    least OPEN; an already-open mouth has no onset here). A slow page draws a 40 ms rise in
-    two or three frames, so the rise is followed to its top, not for a fixed time."""
+    frame, passes half the opening of its first viseme (at least OPEN by the end of the rise;
+    an already-open mouth has no onset here). A slow page draws a 40 ms rise in two or three
+    frames, so the rise is followed to its top, not for a fixed time; but a rise that slows
+    and then speeds up again is a second, wider viseme ("Yes": the narrow y, then the e), and
+    the first viseme's opening is where it slowed."""
     near_by = [r for r in records if near - window <= r["t"] <= near + window]
     for i, closed in enumerate(near_by[:-1]):
         if closed["mouth"] >= CLOSED or near_by[i + 1]["mouth"] < CLOSED:
             continue
-        rise = [near_by[i + 1]]
+        rise = [closed, near_by[i + 1]]
         for r in near_by[i + 2 :]:
             if r["t"] > closed["t"] + RISE_MS or r["mouth"] < rise[-1]["mouth"]:
                 break
             rise.append(r)
-        peak = rise[-1]["mouth"]
-        if peak >= OPEN:
-            return next(r["t"] for r in rise if r["mouth"] >= peak / 2)
+        if rise[-1]["mouth"] >= OPEN:
+            first = rise[_first_top(rise)]["mouth"]
+            return next(r["t"] for r in rise[1:] if r["mouth"] >= first / 2)
     return None
+
+
+def _first_top(rise: Sequence[dict]) -> int:
+    """The frame of a rise where its first viseme is reached: where the opening, having slowed
+    after its fastest, speeds up again; else the top."""
+    speed = [(b["mouth"] - a["mouth"]) / max(b["t"] - a["t"], 1e-3) for a, b in pairwise(rise)]
+    for k in range(1, len(speed)):
+        if speed[k] > speed[k - 1] < max(speed[:k]):
+            return k
+    return len(rise) - 1
 
 
 def onsets(records: Sequence[dict]) -> list[tuple[float, float]]:

@@ -27,6 +27,14 @@ def test_a_rise_drawn_in_few_frames_is_followed_to_its_top():
     assert mouth_onset(slow, 1040) == 1000 + 3 * 33.0  # half of 1.0, not of 0.3
 
 
+def test_a_narrow_viseme_then_a_wider_one_is_timed_at_the_first():
+    # "Yes": the y opens the mouth to 0.3 and slows, then the e takes it on to 0.55
+    yes = frames([0, 0, 0.15, 0.28, 0.3, 0.42, 0.55, 0.55])
+    assert mouth_onset(yes, 1040) == 1040  # half of the y's 0.3, not of the e's 0.55
+    one = frames([0, 0, 0.16, 0.3, 0.4, 0.45, 0.48, 0.48])  # one viseme, easing to its top
+    assert mouth_onset(one, 1040) == 1060
+
+
 def test_an_opening_too_small_to_see_is_no_onset_and_an_open_mouth_has_none():
     assert mouth_onset(frames([0, 0, 0.05, 0.08, 0.08, 0]), 1040) is None  # a p, an f
     assert mouth_onset(frames([0.6, 0.7, 0.8, 0.9]), 1040) is None
