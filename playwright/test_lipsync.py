@@ -7,13 +7,13 @@ moment from outside, with its own WebAudio analyser on the page's stream (the so
 loud) against `state().mouth_open` sampled every animation frame (the mouth passing half its
 opening). ATSC IS-191 allows the picture 45 ms early and 15 ms late.
 
-Each figure must be within ±45 ms and the probe's median within 10 ms of the page's. The p95
-is held to what the frames account for, plus CLOCK_MS for the page's heard clock: a viseme
-shows in the frame nearest its start, so each figure spreads over a frame's length, and where
-half a frame is more than 12 ms the page draws the lips ahead by the rest (ATSC's late side
-is the narrow one). Headless Chromium in software GL, on two cores that also run the show,
-draws 45-60 frames a second in the small window the tests give it (server/bench/browser.py):
-at 60 fps that is 8 + 10 = 18 ms, at 30 fps 17 + 5 + 10 = 32 ms.
+Each figure must be within ±45 ms, their p95 within ±15 ms, and the probe's median within
+10 ms of the page's. Where frames are too far apart for 15 ms the p95 is held to what the
+frames account for instead: a viseme shows in the frame nearest its start, so each figure
+spreads over a frame's length, and where half a frame is more than 12 ms the page draws the
+lips ahead by the rest (ATSC's late side is the narrow one). At 30 fps that is 17 + 5 = 22 ms.
+Headless Chromium in software GL, on two cores that also run the show, draws 45-60 frames a
+second in the small window the tests give it (server/bench/browser.py), where 15 ms holds.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from server.bench.lipsync import measure_page
 from server.bench.table import pct
 
 LINES = 20
-CLOCK_MS = 10  # the heard clock's own share of the p95
+P95_MS = 15  # the issue's bound on the p95, where the frame rate allows it
 
 
 def test_each_line_starts_with_mouth_and_sound_together(browser: Browser, show: LiveServer):
@@ -44,7 +44,7 @@ def test_each_line_starts_with_mouth_and_sound_together(browser: Browser, show: 
     fps = statistics.median(got["fps reported"])
     half = 1000 / fps / 2
     guard = max(0.0, half - 12)  # web/static/stage/lipsync.js: lateGuardMs
-    bound = half + guard + show.app["config"].stage.viseme_lead_ms + CLOCK_MS
+    bound = max(P95_MS, half + guard + show.app["config"].stage.viseme_lead_ms)
     p95 = pct([abs(ms) for ms in page], 95)
     print(f"|p95| {p95:.1f} ms; bound {bound:.1f} ms at the page's median {fps:g} fps")
     assert p95 <= bound, page
