@@ -76,15 +76,15 @@ test("a moment is shown for the length-weighted mean of the last second's frame 
   assert.ok(Math.abs(steady.displayMs() - 20) < 1e-9, String(steady.displayMs()));
 });
 
-test("how long a frame takes to appear follows the latest frames, steadily", () => {
+test("the next frame is expected a mean interval on, stalls left out", () => {
   const f = new FrameStats();
-  assert.equal(f.drawMs(), 0, "nothing before the first frame");
-  f.drawn(1000, 1008);
-  assert.equal(f.drawMs(), 8);
-  for (let i = 0; i < 60; i++) f.drawn(2000 + i * 20, 2000 + i * 20 + 12);
-  assert.ok(Math.abs(f.drawMs() - 12) < 0.1, String(f.drawMs()));
-  f.drawn(4000, 4050); // one slow frame moves it a tenth of the way
-  assert.ok(Math.abs(f.drawMs() - 15.8) < 0.1, String(f.drawMs()));
+  assert.equal(f.intervalMs(), 1000 / 60, "the display's own before there are frames");
+  let t = 0;
+  for (let i = 0; i < 60; i++) f.tick((t += i % 2 ? 1000 / 30 : 1000 / 60)); // every other vsync missed
+  assert.ok(Math.abs(f.intervalMs() - 25) < 0.5, String(f.intervalMs())); // not the weighted 27.8
+  f.tick((t += 300)); // a stall says nothing of the next frame
+  f.tick((t += 1000 / 60));
+  assert.ok(Math.abs(f.intervalMs() - 25) < 1, String(f.intervalMs()));
 });
 
 test("frame jitter is the 99th percentile of intervals straying from the display's", () => {

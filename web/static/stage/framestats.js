@@ -11,18 +11,6 @@ export class FrameStats {
     this.last = null;
     this.dropped = 0;
     this.period = 1000 / 60;
-    this.drawing = null; // how long drawing a frame takes, lately (ms)
-  }
-
-  /** The frame whose drawing began at `start` was drawn by `done` (ms). */
-  drawn(start, done) {
-    const ms = Math.max(0, done - start);
-    this.drawing = this.drawing === null ? ms : this.drawing + (ms - this.drawing) * 0.1;
-  }
-
-  /** How long drawing a frame takes, lately (ms; 0 before the first). */
-  drawMs() {
-    return this.drawing ?? 0;
   }
 
   /** Record a frame at `now` (ms); returns the time since the previous one. */
@@ -61,17 +49,30 @@ export class FrameStats {
    * nothing of the next frame, and one of 250 ms had the mouth drawn 35 ms early for a second.
    */
   displayMs() {
+    const { sum, squares } = this.#intervals();
+    return sum > 0 ? squares / sum : this.period; // nothing but stalls: the display's own
+  }
+
+  /** The mean frame interval over the last second, stalls left out (ms): when the next comes. */
+  intervalMs() {
+    const { sum, count } = this.#intervals();
+    return count ? sum / count : this.period;
+  }
+
+  #intervals() {
     const t = this.times;
-    if (t.length < 3) return this.period;
+    if (t.length < 3) return { sum: 0, squares: 0, count: 0 }; // too few to say yet
     let sum = 0;
     let squares = 0;
+    let count = 0;
     for (let i = 1; i < t.length; i++) {
       const g = t[i] - t[i - 1];
       if (g > this.period * STALL) continue;
       sum += g;
       squares += g * g;
+      count++;
     }
-    return sum > 0 ? squares / sum : this.period; // nothing but stalls: the display's own
+    return { sum, squares, count };
   }
 }
 

@@ -39,6 +39,7 @@ const hearing = new Hearing($("stage-audio"));
 let clock = null;
 let calibrationMs = 0; // a property of this browser's audio path: kept across reconnects
 let heard = { sample: null, viseme: "sil", mouth: 0 };
+let drawnLast = null; // {shown, sample, drawnFor, errorMs}: the frame drawn last, not yet seen
 let timesyncSession = 0;
 let duck = null; // after an interrupt: {at, next}, its sample and the next line's start
 // sound comes back this long before the next line: the heard clock may be some ms behind
@@ -136,15 +137,18 @@ hearing.onchange = showSoundGate;
 $("sound-gate").addEventListener("click", () => hearing.resume().then(showSoundGate));
 
 function frame(now) {
-  const started = performance.now();
   const dt = frames.tick(now);
+  // The picture drawn in the last frame is seen from this frame's timestamp (its vsync) on, at
+  // the earliest, however early its script ran; a frame that missed its vsync makes this one
+  // later too. Its lip-sync figure is taken now, against the sound heard from then.
+  if (drawnLast) appeared(drawnLast, now);
   const displayMs = frames.displayMs();
-  // A frame appears once it is drawn and is seen until the next one appears: draw the mouth
-  // for the middle of that time, so a viseme shows in the frame nearest its start. The
-  // callback starts 1-20 ms after the frame's timestamp, by how busy the main thread is (in
-  // software GL, by frame): timed from its own start plus how long drawing takes lately, not
-  // from the timestamp, which left each frame's mouth off by that spread.
-  const seen = started + Math.min(frames.drawMs(), 50) + Math.min(displayMs, 100) / 2;
+  // So each frame is drawn for the middle of the time it will be seen: from the next frame's
+  // timestamp (the mean interval on) for half the length-weighted one. Timed from the
+  // callback's own start instead, which comes 1-20 ms after the timestamp by how busy the
+  // main thread is, the drawn sample jumped by that much between frames, and a viseme
+  // starting in a jump was shown up to that much late.
+  const seen = now + Math.min(frames.intervalMs(), 100) + Math.min(displayMs, 100) / 2;
   const lead = LEAD_MS + lateGuardMs(displayMs);
   let sample = null;
   let errorMs = 0; // what the heard clock still gets wrong at speech onsets: the mouth eases
@@ -174,22 +178,25 @@ function frame(now) {
   avatar.setVisemes(drawn);
   avatar.update(dt / 1000, now / 1000);
   avatar.render();
-  const appeared = performance.now();
-  frames.drawn(started, appeared);
   const shown = sample === null ? null : visemes.frameAt(sample);
   // the sample heard now (API.md's current_sample); the mouth shows `sample`, a little ahead
-  heard = { sample: clock ? clock.sampleAt(appeared) : null, viseme: shown?.viseme ?? "sil", mouth: avatar.mouthOpen };
+  heard = { sample: clock ? clock.sampleAt(performance.now()) : null, viseme: shown?.viseme ?? "sil", mouth: avatar.mouthOpen };
+  drawnLast = sample === null ? null : { shown, sample, drawnFor: seen + lead, errorMs };
   if (sample !== null) {
-    // The picture of a viseme appears when its first frame does (`appeared`), though the frame
-    // was drawn for `seen + lead`: the figure is against the sound heard when it appeared.
-    // What the clock still gets wrong at heard onsets (positive: the mouth leads) counts too.
-    const correction = appeared - seen - lead - errorMs;
-    onsets.frame(shown, sample, correction, serverMs(appeared));
     visemes.markSeen(sample, drawn);
     visemes.prune(sample);
     showCaption(captions.at(sample));
   }
   requestAnimationFrame(frame);
+}
+
+/**
+ * The lip-sync figure of a drawn frame, once it is seen (`at`, page time): it was drawn for
+ * `drawnFor`, so the sound heard when it appears is that much off the sample it shows; what
+ * the clock still gets wrong at heard onsets (positive: the mouth leads) counts too.
+ */
+function appeared(d, at) {
+  onsets.frame(d.shown, d.sample, at - d.drawnFor - d.errorMs, serverMs(at));
 }
 
 /** The server's clock (ms since the Unix epoch) at page time `t`; null until timesync measured it. */
