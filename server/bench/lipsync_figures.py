@@ -3,11 +3,14 @@
 A record is {"t": epoch ms, "rms": heard energy of the last 5 ms, "loudAt": when the first sample
 above the onset amplitude after 5 ms of quiet in the probe's 85 ms buffer was heard (or null),
 "soundUntil": when its last sample above silence was heard (or null), "mouth": mouth_open as
-drawn}. The audio onset
+drawn, "shown": when that picture is seen, from the next frame's vsync on (absent on the
+newest)}. The audio onset
 is that first loud sample after a quiet stretch (timed within the frame, not at the frame); the
 mouth onset is the first frame drawn, as the mouth opens from closed, past half the opening of
 its first viseme: an edge is timed at its midpoint, as the page centres each viseme's
 crossfade on its start (a fixed threshold would time an "aa" earlier than an "I").
+The mouth is timed when its frame is seen, not when the scripts drew it: a picture appears at
+a vsync, and a frame whose scripts ran late but in time appears no later.
 Offset = mouth − audio (positive: the mouth is late).
 
 Only onsets after `QUIET_MS` of quiet count (starts of lines and sentences): inside a phrase a
@@ -60,7 +63,8 @@ def mouth_onset(records: Sequence[dict], near: float, window: float = SEARCH_MS)
             rise.append(r)
         if rise[-1]["mouth"] >= OPEN:
             first = rise[_first_top(rise)]["mouth"]
-            return next(r["t"] for r in rise[1:] if r["mouth"] >= first / 2)
+            half = next(r for r in rise[1:] if r["mouth"] >= first / 2)
+            return half.get("shown", half["t"])
     return None
 
 

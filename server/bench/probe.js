@@ -78,9 +78,12 @@
     return at <= t && at > t - 100 ? at : t;
   }
 
-  function frame() {
+  function frame(stamp) {
     listen();
     const t = now();
+    // the page's picture of the frame before is seen from this frame's vsync (its timestamp)
+    // on at the earliest, however early the scripts that drew it ran
+    if (records.length) records[records.length - 1].shown = performance.timeOrigin + stamp;
     const end = rendered(t);
     const heard = received ? read(analyser, buf, end) : { rms: 0, loudAt: null, until: null };
     const out = played ? read(outAnalyser, outBuf, end) : { until: null };

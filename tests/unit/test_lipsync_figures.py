@@ -65,3 +65,13 @@ def test_the_goals_read_each_window_by_its_own_edges():
     assert goals([*centred, 41.0])[2] == "misses"  # every onset counts for R37
     assert goals([20.0] * 10)[0] == "misses" and goals([]) == ["—"] * 3
     assert in_window([-70.0, -50.0, 20.0, 45.0], EBU_R37) == 0.5
+
+
+def test_the_mouth_is_timed_when_its_frame_is_seen_not_when_it_was_drawn():
+    # scripts ran 1-12 ms into each 20 ms frame; each picture is seen from the next vsync on
+    drawn = frames([0, 0, 0.3, 0.6, 0.6], start=1000.0)
+    for i, r in enumerate(drawn):
+        r["t"] += (1, 12, 3, 9, 2)[i]
+        if i + 1 < len(drawn):
+            r["shown"] = 1000.0 + (i + 1) * 20.0
+    assert mouth_onset(drawn, 1040) == 1060  # the 0.3 frame, drawn at 1043, seen from 1060
