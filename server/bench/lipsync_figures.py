@@ -3,14 +3,13 @@
 A record is {"t": epoch ms, "rms": heard energy of the last 5 ms, "loudAt": when the first sample
 above the onset amplitude after 5 ms of quiet in the probe's 85 ms buffer was heard (or null),
 "soundUntil": when its last sample above silence was heard (or null), "mouth": mouth_open as
-drawn, "shown": when that picture is seen, from the next frame's vsync on (absent on the
-newest)}. The audio onset
+drawn, "frame": the frame's timestamp, epoch ms}. The audio onset
 is that first loud sample after a quiet stretch (timed within the frame, not at the frame); the
 mouth onset is the first frame drawn, as the mouth opens from closed, past half the opening of
 its first viseme: an edge is timed at its midpoint, as the page centres each viseme's
 crossfade on its start (a fixed threshold would time an "aa" earlier than an "I").
-The mouth is timed when its frame is seen, not when the scripts drew it: a picture appears at
-a vsync, and a frame whose scripts ran late but in time appears no later.
+The mouth is timed when its frame is seen: a display period after the vsync it was begun at
+(its timestamp), however late in it the scripts that drew it ran.
 Offset = mouth − audio (positive: the mouth is late).
 
 Only onsets after `QUIET_MS` of quiet count (starts of lines and sentences): inside a phrase a
@@ -64,8 +63,19 @@ def mouth_onset(records: Sequence[dict], near: float, window: float = SEARCH_MS)
         if rise[-1]["mouth"] >= OPEN:
             first = rise[_first_top(rise)]["mouth"]
             half = next(r for r in rise[1:] if r["mouth"] >= first / 2)
-            return half.get("shown", half["t"])
+            return seen_at(half, near_by)
     return None
+
+
+def seen_at(record: dict, records: Sequence[dict]) -> float:
+    """When a frame's picture is seen: a display period after its timestamp (the shortest
+    common interval between the records' frames, as a page missing vsyncs has longer ones);
+    when it was drawn, for records without a timestamp."""
+    if "frame" not in record:
+        return record["t"]
+    stamps = [r["frame"] for r in records if "frame" in r]
+    gaps = sorted(b - a for a, b in pairwise(stamps) if b > a)
+    return record["frame"] + (gaps[len(gaps) // 10] if gaps else 1000 / 60)
 
 
 def _first_top(rise: Sequence[dict]) -> int:

@@ -81,15 +81,13 @@
   function frame(stamp) {
     listen();
     const t = now();
-    // the page's picture of the frame before is seen from this frame's vsync (its timestamp)
-    // on at the earliest, however early the scripts that drew it ran
-    if (records.length) records[records.length - 1].shown = performance.timeOrigin + stamp;
     const end = rendered(t);
     const heard = received ? read(analyser, buf, end) : { rms: 0, loudAt: null, until: null };
     const out = played ? read(outAnalyser, outBuf, end) : { until: null };
     const s = window.allnighter ? window.allnighter.state() : {};
     records.push({
       t,
+      frame: performance.timeOrigin + stamp, // the frame's timestamp: the vsync it was begun at
       rms: heard.rms,
       loudAt: heard.loudAt, // when the first sample above LOUD in the buffer was heard
       soundUntil: heard.until, // when its last sample above QUIET was heard

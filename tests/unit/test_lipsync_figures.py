@@ -68,10 +68,9 @@ def test_the_goals_read_each_window_by_its_own_edges():
 
 
 def test_the_mouth_is_timed_when_its_frame_is_seen_not_when_it_was_drawn():
-    # scripts ran 1-12 ms into each 20 ms frame; each picture is seen from the next vsync on
-    drawn = frames([0, 0, 0.3, 0.6, 0.6], start=1000.0)
+    # 60 fps, one vsync missed; scripts ran 1-12 ms into each frame, seen a period after it
+    drawn = frames([0, 0, 0.3, 0.6, 0.6, 0.6], start=1000.0, step=1000 / 60)
     for i, r in enumerate(drawn):
-        r["t"] += (1, 12, 3, 9, 2)[i]
-        if i + 1 < len(drawn):
-            r["shown"] = 1000.0 + (i + 1) * 20.0
-    assert mouth_onset(drawn, 1040) == 1060  # the 0.3 frame, drawn at 1043, seen from 1060
+        r["frame"] = r["t"] + (1000 / 60 if i >= 4 else 0)
+        r["t"] = r["frame"] + (1, 12, 3, 9, 2, 4)[i]
+    assert abs(mouth_onset(drawn, 1040) - (1000 + 3 * 1000 / 60)) < 1e-9  # not at 1036.3

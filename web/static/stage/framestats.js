@@ -49,30 +49,17 @@ export class FrameStats {
    * nothing of the next frame, and one of 250 ms had the mouth drawn 35 ms early for a second.
    */
   displayMs() {
-    const { sum, squares } = this.#intervals();
-    return sum > 0 ? squares / sum : this.period; // nothing but stalls: the display's own
-  }
-
-  /** The mean frame interval over the last second, stalls left out (ms): when the next comes. */
-  intervalMs() {
-    const { sum, count } = this.#intervals();
-    return count ? sum / count : this.period;
-  }
-
-  #intervals() {
     const t = this.times;
-    if (t.length < 3) return { sum: 0, squares: 0, count: 0 }; // too few to say yet
+    if (t.length < 3) return this.period;
     let sum = 0;
     let squares = 0;
-    let count = 0;
     for (let i = 1; i < t.length; i++) {
       const g = t[i] - t[i - 1];
       if (g > this.period * STALL) continue;
       sum += g;
       squares += g * g;
-      count++;
     }
-    return { sum, squares, count };
+    return sum > 0 ? squares / sum : this.period; // nothing but stalls: the display's own
   }
 }
 

@@ -39,7 +39,6 @@ const hearing = new Hearing($("stage-audio"));
 let clock = null;
 let calibrationMs = 0; // a property of this browser's audio path: kept across reconnects
 let heard = { sample: null, viseme: "sil", mouth: 0 };
-let drawnLast = null; // {shown, sample, drawnFor, errorMs}: the frame drawn last, not yet seen
 let timesyncSession = 0;
 let duck = null; // after an interrupt: {at, next}, its sample and the next line's start
 // sound comes back this long before the next line: the heard clock may be some ms behind
@@ -138,17 +137,14 @@ $("sound-gate").addEventListener("click", () => hearing.resume().then(showSoundG
 
 function frame(now) {
   const dt = frames.tick(now);
-  // The picture drawn in the last frame is seen from this frame's timestamp (its vsync) on, at
-  // the earliest, however early its script ran; a frame that missed its vsync makes this one
-  // later too. Its lip-sync figure is taken now, against the sound heard from then.
-  if (drawnLast) appeared(drawnLast, now);
   const displayMs = frames.displayMs();
-  // So each frame is drawn for the middle of the time it will be seen: from the next frame's
-  // timestamp (the mean interval on) for half the length-weighted one. Timed from the
-  // callback's own start instead, which comes 1-20 ms after the timestamp by how busy the
-  // main thread is, the drawn sample jumped by that much between frames, and a viseme
-  // starting in a jump was shown up to that much late.
-  const seen = now + Math.min(frames.intervalMs(), 100) + Math.min(displayMs, 100) / 2;
+  // A frame's picture is seen from the vsync after the one it was begun at (`now`, the
+  // frame's timestamp) until the next frame's replaces it: the mouth is drawn for the middle
+  // of that time. Timed from the callback's own start instead, which comes 1-20 ms after the
+  // timestamp by how busy the main thread is, the drawn sample jumped by that much between
+  // frames, and a viseme starting in a jump was shown up to that much late.
+  const appears = now + frames.period;
+  const seen = appears + Math.min(displayMs, 100) / 2;
   const lead = LEAD_MS + lateGuardMs(displayMs);
   let sample = null;
   let errorMs = 0; // what the heard clock still gets wrong at speech onsets: the mouth eases
@@ -181,22 +177,17 @@ function frame(now) {
   const shown = sample === null ? null : visemes.frameAt(sample);
   // the sample heard now (API.md's current_sample); the mouth shows `sample`, a little ahead
   heard = { sample: clock ? clock.sampleAt(performance.now()) : null, viseme: shown?.viseme ?? "sil", mouth: avatar.mouthOpen };
-  drawnLast = sample === null ? null : { shown, sample, drawnFor: seen + lead, errorMs };
   if (sample !== null) {
+    // The picture of a viseme appears when its first frame does (`appears`), though the frame
+    // was drawn for `seen + lead`: the figure is against the sound heard when it appears.
+    // What the clock still gets wrong at heard onsets (positive: the mouth leads) counts too.
+    const correction = appears - seen - lead - errorMs;
+    onsets.frame(shown, sample, correction, serverMs(appears));
     visemes.markSeen(sample, drawn);
     visemes.prune(sample);
     showCaption(captions.at(sample));
   }
   requestAnimationFrame(frame);
-}
-
-/**
- * The lip-sync figure of a drawn frame, once it is seen (`at`, page time): it was drawn for
- * `drawnFor`, so the sound heard when it appears is that much off the sample it shows; what
- * the clock still gets wrong at heard onsets (positive: the mouth leads) counts too.
- */
-function appeared(d, at) {
-  onsets.frame(d.shown, d.sample, at - d.drawnFor - d.errorMs, serverMs(at));
 }
 
 /** The server's clock (ms since the Unix epoch) at page time `t`; null until timesync measured it. */
