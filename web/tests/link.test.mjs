@@ -48,16 +48,48 @@ test("frame stats count fps over a second and the frames a stall dropped", () =>
   assert.ok(f.fps() >= 55 && f.fps() <= 61);
 });
 
-test("the render budget steps the resolution down when late and back up when steady", () => {
-  const b = new RenderBudget({ low: 45, high: 56, min: 0.4, step: 0.2, patience: 3 });
-  assert.equal(b.check(30), 0.8);
-  assert.equal(b.check(30), 0.6000000000000001);
-  assert.equal(b.check(50), null); // between the marks: hold
-  assert.equal(b.check(60), null);
-  assert.equal(b.check(60), null);
-  assert.equal(b.check(60), 0.8);
+test("the render budget steps down in a second with missed frames and back up after clean ones", () => {
+  const b = new RenderBudget({ tolerance: 1, min: 0.4, step: 0.2, patience: 3, settle: 60 });
+  assert.equal(b.check(4), 0.8);
+  assert.equal(b.check(4), 0.6000000000000001);
+  assert.equal(b.check(1), null); // one miss a second is tolerated, but is not a clean second
+  assert.equal(b.check(0), null);
+  assert.equal(b.check(0), null);
+  assert.equal(b.check(0), 0.8);
   for (let i = 0; i < 10; i++) b.check(10);
   assert.equal(b.scale, 0.4); // never below the floor
+});
+
+test("a step up that brings misses back doubles the wait; one upset later by new load does not", () => {
+  const b = new RenderBudget({ tolerance: 0, min: 0.4, step: 0.2, patience: 2, settle: 10 });
+  b.check(3); // 0.8
+  const clean = (n) => Array.from({ length: n }, () => b.check(0)).filter((s) => s !== null);
+  assert.deepEqual(clean(2), [1]); // 2 clean seconds: up
+  b.check(2); // misses 1 s after the step up: 1 did not fit
+  assert.equal(b.scale, 0.8);
+  assert.equal(b.wait, 4);
+  assert.deepEqual(clean(3), []); // the wait is 4 s now
+  assert.deepEqual(clean(1), [1]);
+  b.check(2); // again within `settle`: 8 s
+  assert.equal(b.wait, 8);
+  assert.deepEqual(clean(8), [1]);
+  assert.deepEqual(clean(20), []); // held for 20 s (> settle), then new load came
+  b.check(5);
+  assert.equal(b.wait, 2);
+  assert.equal(b.scale, 0.8);
+});
+
+test("missed frames: a page drawing 60 fps on a 120 Hz display misses none, a stall only a few", () => {
+  const f = new FrameStats();
+  let t = 0;
+  for (let i = 0; i < 240; i++) f.tick((t += 1000 / 120)); // the display's period: 8.3 ms
+  for (let i = 0; i < 120; i++) f.tick((t += 1000 / 60)); // every other vsync
+  assert.ok(f.dropped >= 100, String(f.dropped)); // the display's frames were dropped…
+  assert.equal(f.missed, 0); // …but lip-sync needs no more than 60
+  f.tick((t += 1000 / 30)); // a frame that missed its vsync at 60 fps
+  assert.equal(f.missed, 1);
+  f.tick((t += 500)); // a stall
+  assert.equal(f.missed, 1 + 3);
 });
 
 test("a moment is shown for the length-weighted mean of the last second's frame intervals", () => {

@@ -10,6 +10,7 @@ export class FrameStats {
     this.gaps = []; // the last intervals, for the jitter figure
     this.last = null;
     this.dropped = 0;
+    this.missed = 0; // frames missed, as the render budget counts them: see tick
     this.period = 1000 / 60;
   }
 
@@ -25,6 +26,11 @@ export class FrameStats {
       // follow the display's own rate (60, 75, 120 Hz…) from steady intervals
       if (dt < this.period * 1.2) this.period += (dt - this.period) * 0.05;
       if (dt > this.period * 1.5) this.dropped += Math.round(dt / this.period) - 1;
+      // What the render budget answers to: a page drawing 60 fps on a faster display (every
+      // other 120 Hz vsync) draws as often as lip-sync needs, and a stall (a long task, a
+      // hidden tab) counts as a few misses, not as the hundreds of vsyncs it spans.
+      const paced = Math.max(this.period, 1000 / 60);
+      if (dt > paced * 1.5) this.missed += Math.min(STALL - 1, Math.round(dt / paced) - 1);
     }
     return dt;
   }
@@ -65,26 +71,41 @@ export class FrameStats {
 
 /**
  * Dynamic resolution: software GL and small machines cannot always draw full-size frames in
- * time, and a late frame is a late mouth. Below `low` fps the render scale steps down; after a
- * steady stretch above `high` it steps back up. Checked once a second.
+ * time, and a frame that misses its vsync shows its mouth a display period late: the late tail
+ * of the lip-sync figures. So the budget aims for no missed frames, not for a frame rate: in a
+ * second with more than `tolerance` missed (FrameStats.missed) the render scale steps down.
+ * After `wait` seconds without one it steps back up, to find out whether the larger size now
+ * fits. If the step up brings misses back within `settle` seconds, it did not fit: the wait
+ * doubles (up to `most`), so a page at the edge of its budget does not keep paying for the
+ * same lesson. A size that held `settle` seconds before misses came was upset by new load,
+ * not by the size: the wait starts again from `patience`. Checked once a second.
  */
 export class RenderBudget {
-  constructor({ low = 45, high = 56, min = 0.4, step = 0.15, patience = 5 } = {}) {
-    Object.assign(this, { low, high, min, step, patience });
+  constructor({ tolerance = 1, min = 0.4, step = 0.15, patience = 5, settle = 60, most = 320 } = {}) {
+    Object.assign(this, { tolerance, min, step, patience, settle, most });
     this.scale = 1;
-    this.good = 0;
+    this.wait = patience;
+    this.clean = 0; // seconds without a missed frame
+    this.held = null; // seconds since the last step up, until misses came
   }
 
-  /** Called once a second with that second's fps; returns the new scale, or null if unchanged. */
-  check(fps) {
-    if (fps < this.low && this.scale > this.min) {
-      this.good = 0;
+  /** Called once a second with the frames missed in that second; the new scale, or null. */
+  check(missed) {
+    if (this.held !== null) this.held += 1;
+    if (missed > this.tolerance) {
+      this.clean = 0;
+      if (this.held !== null) {
+        this.wait = this.held <= this.settle ? Math.min(this.most, this.wait * 2) : this.patience;
+        this.held = null;
+      }
+      if (this.scale <= this.min) return null;
       this.scale = Math.max(this.min, this.scale - this.step);
       return this.scale;
     }
-    this.good = fps >= this.high ? this.good + 1 : 0;
-    if (this.good >= this.patience && this.scale < 1) {
-      this.good = 0;
+    this.clean = missed === 0 ? this.clean + 1 : 0;
+    if (this.clean >= this.wait && this.scale < 1) {
+      this.clean = 0;
+      this.held = 0;
       this.scale = Math.min(1, this.scale + this.step);
       return this.scale;
     }

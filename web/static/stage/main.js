@@ -244,8 +244,10 @@ setInterval(() => {
   link.send("client_stats", { ...stats(), ...report });
 }, STATS_PERIOD_MS);
 const budget = new RenderBudget();
+let missedBefore = 0;
 setInterval(() => {
-  const scale = budget.check(frames.fps());
+  const scale = budget.check(frames.missed - missedBefore);
+  missedBefore = frames.missed;
   if (scale !== null) avatar.setResolutionScale(scale);
 }, 1000);
 link.start();
