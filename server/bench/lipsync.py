@@ -9,10 +9,11 @@ frame; the offset is the drawn mouth's opening minus the heard audio's onset (po
 is late). Then N pages are opened together while the show speaks, and each page's own frame
 figures (fps, dropped frames) are read.
 
-The lines begin with an open, voiced sound: a line that starts with m, b or p sounds while the
-lips are still closed; an initial k, t or p is silent, and an initial h nearly so, while the lips
-already form the next sound. The "mouth opens / sound starts" moment is only well defined for
-open voiced starts, so the lines are chosen that way (no line is measured and then dropped).
+The lines begin with an open, voiced sound, and so does each phrase after a pause in them: a
+phrase that starts with m, b or p sounds while the lips are still closed; an initial k, t or p is
+silent, and an initial h or th nearly so, while the lips already form the next sound. The "mouth
+opens / sound starts" moment is only well defined for open voiced starts, so the lines are chosen
+that way (no line is measured and then dropped).
 """
 
 from __future__ import annotations
@@ -41,13 +42,17 @@ OPENINGS = [
     "Yes,",
     "Always remember,",
 ]
+# What follows an opening, after its comma, or a sentence, after its full stop: the probe times
+# every onset after a pause, so these begin with an open voiced sound too. ("the radio" after
+# a comma's pause opened on a quiet th, the mouth half open while the sound was not yet loud:
+# the probe timed it 21 ms early or late by how the rise went.)
 ENDINGS = [
-    "the city sleeps while we keep talking.",
-    "this is the best hour of the night.",
-    "we have a question from a listener.",
-    "the stars look brighter after midnight.",
-    "nothing beats a warm cup of tea.",
-    "the radio hums along with the rain.",
+    "a whole city sleeps while we keep talking.",
+    "it is the best hour of the night.",
+    "a listener has a question for us.",
+    "all the stars look brighter after midnight.",
+    "a warm cup of tea beats everything.",
+    "our radio hums along with the rain.",
 ]
 WARM_UP = 3  # lines before measuring: Chromium's jitter buffer settles, the page calibrates
 
