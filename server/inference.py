@@ -18,19 +18,28 @@ T = TypeVar("T")
 _DONE = object()
 
 
+def lower_priority(step: int) -> None:
+    """This thread, and the threads it starts from now on, `step` nice values lower than it ran
+    (Linux keeps nice values per thread; elsewhere nothing changes). Added to what the thread
+    inherited, so a server run under `nice` keeps the same order among its threads."""
+    with contextlib.suppress(OSError, AttributeError):
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + step))
+
+
 class ModelThread:
-    """One dedicated thread for one model's blocking calls."""
+    """One dedicated thread for one model's blocking calls; `nice` lowers its priority by that
+    much below the thread that first calls it (the server's)."""
 
     def __init__(self, name: str, nice: int = 0) -> None:
         self._pool = ThreadPoolExecutor(1, thread_name_prefix=name, initializer=self._init)
         self._nice = nice
 
     def _init(self) -> None:
+        # the ASR thread (and the threads it starts) yields the CPU to the speech path instead
+        # of delaying audio
         if self._nice:
-            # Linux nice values are per thread: the ASR thread (and the threads it starts)
-            # yields the CPU to the speech path instead of delaying audio.
-            with contextlib.suppress(OSError, AttributeError):
-                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self._nice)
+            lower_priority(self._nice)
 
     def run_sync(self, fn: Any, *args: Any) -> Any:
         """Run on this thread and wait (from another thread, e.g. while loading models).
