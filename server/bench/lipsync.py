@@ -25,7 +25,7 @@ from contextlib import contextmanager
 
 from server.hostdesk import ATSC, EBU_R37, in_window
 
-from .browser import launch, now_ms, open_stage, probe, records
+from .browser import behind_the_browser, launch, now_ms, open_stage, probe, records
 from .harness import LiveServer, say, until_final
 from .lipsync_figures import line_offset, matched, onsets
 from .table import median, pct, render
@@ -330,11 +330,12 @@ def main(args: argparse.Namespace) -> int:
     cfg = load_config(args.config)
     cfg.load_asr = False
     cfg.stage.queue_size = max(cfg.stage.queue_size, 64)
-    print("loading models and starting the server…", flush=True)
-    srv = LiveServer(cfg).start(ready_timeout=900)
-    try:
-        with sync_playwright() as p:
-            browser = launch(p)
+    with sync_playwright() as p:
+        browser = launch(p)
+        print("loading models and starting the server…", flush=True)
+        behind_the_browser()
+        srv = LiveServer(cfg).start(ready_timeout=900)
+        try:
             print(f"lip-sync over {args.utterances} lines, each page in turn…", flush=True)
             offsets = measure_offsets(browser, srv, args.utterances)
             print("\n" + offsets_table(offsets) + "\n", flush=True)
@@ -352,7 +353,7 @@ def main(args: argparse.Namespace) -> int:
                 print(f"frames with {count} page(s) for {args.seconds:.0f} s…", flush=True)
                 frames[count] = measure_frames(browser, srv, count, args.seconds)
             browser.close()
-    finally:
-        srv.stop()
+        finally:
+            srv.stop()
     print("\n" + frames_table(frames, args.seconds))
     return 0
