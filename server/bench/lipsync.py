@@ -19,6 +19,7 @@ that way (no line is measured and then dropped).
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -339,7 +340,7 @@ def main(args: argparse.Namespace) -> int:
             print(f"lip-sync over {args.utterances} lines, each page in turn…", flush=True)
             offsets = measure_offsets(browser, srv, args.utterances)
             print("\n" + offsets_table(offsets) + "\n", flush=True)
-            sweep = sweep_variants(args.leads, args.holds)
+            sweep, tried, by_minute = sweep_variants(args.leads, args.holds), {}, {}
             if sweep:
                 print(f"lead and hold sweep, {args.sweep_utterances} lines each…", flush=True)
                 tried = measure_offsets(browser, srv, args.sweep_utterances, sweep)
@@ -356,4 +357,8 @@ def main(args: argparse.Namespace) -> int:
         finally:
             srv.stop()
     print("\n" + frames_table(frames, args.seconds))
+    if args.save:
+        measured = {"offsets": offsets, "sweep": tried, "continuous": by_minute, "frames": frames}
+        with open(args.save, "w") as f:
+            json.dump(measured, f)  # every figure, for a closer look than the tables give
     return 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -40,12 +41,13 @@ def test_bench_viewers_prints_loss_and_cpu_per_viewer():
     assert row.split("|")[2].strip() == "2"  # both viewers heard the broadcast
 
 
-def test_bench_lipsync_prints_offsets_sweep_drift_and_frame_rates():
+def test_bench_lipsync_prints_offsets_sweep_drift_and_frame_rates(tmp_path):
+    saved = tmp_path / "figures.json"
     out = allnighter(
         "lipsync",
         *("--utterances", "2", "--pages", "1", "--seconds", "3"),
         *("--leads", "0", "--holds", "120", "--sweep-utterances", "1"),
-        *("--continuous-minutes", "0.4"),
+        *("--continuous-minutes", "0.4", "--save", str(saved)),
     )
     rows = [ln for ln in out.splitlines() if ln.startswith("|") and "---" not in ln]
     cells = [[c.strip() for c in r.split("|")] for r in rows]
@@ -65,3 +67,8 @@ def test_bench_lipsync_prints_offsets_sweep_drift_and_frame_rates():
     assert int(minute[2]) >= 1  # onsets the page drew while the show spoke without a break
     frames = next(c for c in cells if c[1] == "1")
     assert frames[2] == "1/1" and float(frames[3]) > 0  # the page came up and drew frames
+    # the figures behind the tables, saved: as many onsets as the table counted
+    figures = json.loads(saved.read_text())
+    every = figures["offsets"]["calibrated (as shipped)"]["page, every onset"]
+    assert len(every) == int(table["calibrated (as shipped)", "page, every onset"][3])
+    assert figures["continuous"]["0"]["page, every onset"] and figures["frames"]["1"]["fps"]
