@@ -340,7 +340,8 @@ def main(args: argparse.Namespace) -> int:
             print(f"lip-sync over {args.utterances} lines, each page in turn…", flush=True)
             offsets = measure_offsets(browser, srv, args.utterances)
             print("\n" + offsets_table(offsets) + "\n", flush=True)
-            sweep, tried, by_minute = sweep_variants(args.leads, args.holds), {}, {}
+            sweep = sweep_variants(args.leads, args.holds)
+            tried, by_minute = {}, {}  # what --save writes of a sweep or run not asked for
             if sweep:
                 print(f"lead and hold sweep, {args.sweep_utterances} lines each…", flush=True)
                 tried = measure_offsets(browser, srv, args.sweep_utterances, sweep)
