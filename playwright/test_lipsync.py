@@ -5,8 +5,8 @@ trust them.
 viseme against the sound it was hearing then; the probe (server/bench/probe.js) finds the same
 moment from outside, with its own WebAudio analyser on the page's stream (the sound turning
 loud) against `state().mouth_open` sampled every animation frame (the mouth passing half the
-opening of its first viseme, in a frame seen a display period after its timestamp). ATSC IS-191
-allows the picture 45 ms early and 15 ms late.
+opening of its first viseme, in a frame seen at the first vsync after its scripts ran). ATSC
+IS-191 allows the picture 45 ms early and 15 ms late.
 
 Each figure must be within ±45 ms, their p95 within ±15 ms, and the probe's median within
 10 ms of the page's. Where frames are too far apart for 15 ms the p95 is held to what the

@@ -9,7 +9,8 @@ mouth onset is the first frame drawn, as the mouth opens from closed, past half 
 its first viseme: an edge is timed at its midpoint, as the page centres each viseme's
 crossfade on its start (a fixed threshold would time an "aa" earlier than an "I").
 The mouth is timed when its frame is seen: a display period after the vsync it was begun at
-(its timestamp), however late in it the scripts that drew it ran.
+(its timestamp), however late in it the scripts that drew it ran, unless they ran past the next
+vsync and it went by without a frame: then a period later.
 Offset = mouth − audio (positive: the mouth is late).
 
 Only onsets after `QUIET_MS` of quiet count (starts of lines and sentences): inside a phrase a
@@ -68,14 +69,21 @@ def mouth_onset(records: Sequence[dict], near: float, window: float = SEARCH_MS)
 
 
 def seen_at(record: dict, records: Sequence[dict]) -> float:
-    """When a frame's picture is seen: a display period after its timestamp (the shortest
-    common interval between the records' frames, as a page missing vsyncs has longer ones);
-    when it was drawn, for records without a timestamp."""
+    """When a frame's picture is seen: at the first vsync after its scripts ran. That is a
+    display period after its timestamp (the shortest common interval between the records'
+    frames, as a page missing vsyncs has longer ones), or two when the scripts were still
+    running at the first (the probe's own record is taken after the page's) and that vsync went
+    by without a frame; when it was drawn, for records without a timestamp."""
     if "frame" not in record:
         return record["t"]
     stamps = [r["frame"] for r in records if "frame" in r]
     gaps = sorted(b - a for a, b in pairwise(stamps) if b > a)
-    return record["frame"] + (gaps[len(gaps) // 10] if gaps else 1000 / 60)
+    period = gaps[len(gaps) // 10] if gaps else 1000 / 60
+    seen = record["frame"] + period
+    after = next((s for s in stamps if s > record["frame"]), None)
+    if after is not None and record["t"] > seen and after - record["frame"] > 1.5 * period:
+        return seen + period
+    return seen
 
 
 def _first_top(rise: Sequence[dict]) -> int:

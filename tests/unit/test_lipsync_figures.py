@@ -74,3 +74,18 @@ def test_the_mouth_is_timed_when_its_frame_is_seen_not_when_it_was_drawn():
         r["frame"] = r["t"] + (1000 / 60 if i >= 4 else 0)
         r["t"] = r["frame"] + (1, 12, 3, 9, 2, 4)[i]
     assert abs(mouth_onset(drawn, 1040) - (1000 + 3 * 1000 / 60)) < 1e-9  # not at 1036.3
+
+
+def test_a_frame_whose_scripts_ran_past_the_next_vsync_it_then_missed_is_seen_a_period_later():
+    from server.bench.lipsync_figures import seen_at
+
+    period = 1000 / 60
+    stamps = [1000 + k * period for k in (0, 1, 2, 4, 5)]  # the vsync at 3 went by unused
+    recs = [{"t": s + 3, "frame": s, "mouth": 0.0} for s in stamps]
+    late, early = dict(recs[2]), dict(recs[2])
+    late["t"] = stamps[2] + 21  # still running at the next vsync: it missed it
+    early["t"] = stamps[2] + 4  # done in time: something after it held the page
+    assert abs(seen_at(late, [*recs[:2], late, *recs[3:]]) - (stamps[2] + 2 * period)) < 1e-9
+    assert abs(seen_at(early, [*recs[:2], early, *recs[3:]]) - (stamps[2] + period)) < 1e-9
+    slow = dict(recs[1], t=stamps[1] + 21)  # ran late, yet the next vsync had its frame
+    assert abs(seen_at(slow, [recs[0], slow, *recs[2:]]) - (stamps[1] + period)) < 1e-9

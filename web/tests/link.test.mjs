@@ -4,7 +4,7 @@ import { test } from "node:test";
 
 import { backoffDelay } from "../static/stage/link.js";
 import { TimeSync, exchange } from "../static/stage/timesync.js";
-import { FrameStats, RenderBudget } from "../static/stage/framestats.js";
+import { FrameStats, Presentation, RenderBudget } from "../static/stage/framestats.js";
 
 test("backoff is full jitter under an exponential, capped ceiling", () => {
   const opts = { baseMs: 500, capMs: 15000 };
@@ -106,6 +106,15 @@ test("a moment is shown for the length-weighted mean of the last second's frame 
   steady.tick((t = 60 * 20 + 250)); // a stall: the next frame will not be like it
   steady.tick((t += 20));
   assert.ok(Math.abs(steady.displayMs() - 20) < 1e-9, String(steady.displayMs()));
+});
+
+test("a frame is seen a vsync later only when its scripts ran past the vsync it then missed", () => {
+  const period = 1000 / 60;
+  const seen = (ended, next) => Presentation.seen(1000, 1000 + ended, 1000 + next, period);
+  assert.equal(seen(5, period), 1000 + period); // on time
+  assert.equal(seen(5, 2 * period), 1000 + period); // done in time; the page was held after it
+  assert.equal(seen(20, period), 1000 + period); // ran late, yet the vsync took it
+  assert.equal(seen(20, 2 * period), 1000 + 2 * period); // ran past the vsync, which went unused
 });
 
 test("frame jitter is the 99th percentile of intervals straying from the display's", () => {

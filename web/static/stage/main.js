@@ -9,7 +9,7 @@ import { Link } from "./link.js";
 import {
   CaptionTrack, DrawnOnsets, MouthBlend, Playhead, RecentSet, SAMPLE_RATE, VisemeTrack, lateGuardMs,
 } from "./lipsync.js";
-import { FrameStats, RenderBudget } from "./framestats.js";
+import { FrameStats, Presentation, RenderBudget } from "./framestats.js";
 import { TimeSync } from "./timesync.js";
 
 const STATS_PERIOD_MS = 5000;
@@ -35,6 +35,7 @@ const calibration = new OnsetCalibration();
 const playhead = new Playhead();
 const onsets = new DrawnOnsets();
 const frames = new FrameStats();
+let drawnLast = null; // the last frame drawn: its lip-sync figure waits for the next frame
 const hearing = new Hearing($("stage-audio"));
 let clock = null;
 let calibrationMs = 0; // a property of this browser's audio path: kept across reconnects
@@ -137,6 +138,7 @@ $("sound-gate").addEventListener("click", () => hearing.resume().then(showSoundG
 
 function frame(now) {
   const dt = frames.tick(now);
+  if (drawnLast) countOnset(drawnLast, now);
   const displayMs = frames.displayMs();
   // A frame's picture is seen from the vsync after the one it was begun at (`now`, the
   // frame's timestamp) until the next frame's replaces it: the mouth is drawn for the middle
@@ -177,17 +179,24 @@ function frame(now) {
   const shown = sample === null ? null : visemes.frameAt(sample);
   // the sample heard now (API.md's current_sample); the mouth shows `sample`, a little ahead
   heard = { sample: clock ? clock.sampleAt(performance.now()) : null, viseme: shown?.viseme ?? "sil", mouth: avatar.mouthOpen };
+  drawnLast = null;
   if (sample !== null) {
-    // The picture of a viseme appears when its first frame does (`appears`), though the frame
-    // was drawn for `seen + lead`: the figure is against the sound heard when it appears.
-    // What the clock still gets wrong at heard onsets (positive: the mouth leads) counts too.
-    const correction = appears - seen - lead - errorMs;
-    onsets.frame(shown, sample, correction, serverMs(appears));
     visemes.markSeen(sample, drawn);
     visemes.prune(sample);
     showCaption(captions.at(sample));
+    drawnLast = { stamp: now, period: frames.period, shown, sample, drawnFor: seen + lead, errorMs };
   }
+  if (drawnLast) drawnLast.ended = performance.now();
   requestAnimationFrame(frame);
+}
+
+// The picture of a viseme appears when its first frame is seen, though the frame was drawn for
+// `drawnFor`: the figure is against the sound heard when it appears, counted once the next
+// frame's timestamp `next` says whether the frame made its vsync. What the clock still gets
+// wrong at heard onsets (`errorMs`, positive: the mouth leads) counts too.
+function countOnset(d, next) {
+  const appears = Presentation.seen(d.stamp, d.ended, next, d.period);
+  onsets.frame(d.shown, d.sample, appears - d.drawnFor - d.errorMs, serverMs(appears));
 }
 
 /** The server's clock (ms since the Unix epoch) at page time `t`; null until timesync measured it. */
