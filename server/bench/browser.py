@@ -37,7 +37,10 @@ READY = (
 # every-onset figure. With the server's threads 5 nice values below the browser, two rounds of
 # 30 lines (one server, turn about with even sharing) drew none of 1738 onsets more than 11 ms
 # late, against 6 of 1743 more than 15 ms, at the same 59-60 fps. (A core of its own instead
-# left the browser one: 29-46 fps, and line starts drawn up to 23 ms late.)
+# left the browser one: 29-46 fps, and line starts drawn up to 23 ms late.) The misses left
+# gather around line starts, where Piper synthesizes the line's next sentences; they stayed
+# with every server thread at SCHED_IDLE, and went with the audio synthesized beforehand: the
+# two share caches and memory, not only cores (README, "Frame timing").
 SERVER_NICE = 5
 
 

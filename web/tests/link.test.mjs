@@ -108,6 +108,17 @@ test("a moment is shown for the length-weighted mean of the last second's frame 
   assert.ok(Math.abs(steady.displayMs() - 20) < 1e-9, String(steady.displayMs()));
 });
 
+test("a frame whose scripts will run past the next vsync is drawn for the one after", () => {
+  const period = 1000 / 60;
+  const p = new Presentation({ keep: 5 });
+  assert.equal(p.forecast(15, period), 1, "no frame measured yet: its scripts are taken as instant");
+  for (const ms of [3, 4, 4, 5, 30]) p.done(ms); // the median, 4 ms: one slow frame is not the rule
+  assert.equal(p.workMs(), 4);
+  assert.equal(p.forecast(2, period), 1); // on time
+  assert.equal(p.forecast(12, period), 1); // ends at 16 ms, just before the vsync at 16.7
+  assert.equal(p.forecast(13, period), 2); // ends past it
+});
+
 test("a frame is seen a vsync later only when its scripts ran past the vsync it then missed", () => {
   const period = 1000 / 60;
   const seen = (ended, next) => Presentation.seen(1000, 1000 + ended, 1000 + next, period);

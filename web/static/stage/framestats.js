@@ -119,9 +119,40 @@ export class RenderBudget {
  * that vsync misses it and is seen a period later (the next frame's timestamp then comes two
  * periods after its own): in `bench lipsync`, 84-98 % of the frames whose scripts were still
  * running 20-24 ms after their timestamp at 60 Hz were followed by a missed vsync, against
- * 0.05 % of those done within 8 ms.
+ * 0.05 % of those done within 8 ms. Drawn for the earlier moment, such a frame shows the mouth
+ * a period late: the late tail of the lip-sync figures, most of it at line starts (where a
+ * server on the same machine synthesizes the line's next sentences beside the page). So a frame
+ * whose scripts begin so late that, taking as long as the latest frames' did, they will end
+ * past the next vsync is drawn for a period later. Mistaken, it shows the mouth a period
+ * early, where ATSC's window is 45 ms wide, not 15.
  */
 export class Presentation {
+  constructor({ keep = 30 } = {}) {
+    this.keep = keep;
+    this.work = []; // how long the latest frames' scripts took (ms)
+  }
+
+  /**
+   * How many display periods after its timestamp a frame will be seen whose scripts begin
+   * `lateMs` after it: 1, or 2 when they are expected to end past the next vsync.
+   */
+  forecast(lateMs, periodMs) {
+    return lateMs + this.workMs() > periodMs ? 2 : 1;
+  }
+
+  /** A frame's scripts took `ms`. */
+  done(ms) {
+    this.work.push(ms);
+    if (this.work.length > this.keep) this.work.shift();
+  }
+
+  /** The median time the latest frames' scripts took (0 before any). */
+  workMs() {
+    if (!this.work.length) return 0;
+    const sorted = [...this.work].sort((a, b) => a - b);
+    return sorted[sorted.length >> 1];
+  }
+
   /**
    * When the frame stamped `stamp`, whose scripts ended at `ended`, was seen, known once the
    * next frame's timestamp `next` is: a period after its stamp, or two when its scripts ran

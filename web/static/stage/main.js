@@ -35,6 +35,7 @@ const calibration = new OnsetCalibration();
 const playhead = new Playhead();
 const onsets = new DrawnOnsets();
 const frames = new FrameStats();
+const presentation = new Presentation();
 let drawnLast = null; // the last frame drawn: its lip-sync figure waits for the next frame
 const hearing = new Hearing($("stage-audio"));
 let clock = null;
@@ -137,6 +138,7 @@ hearing.onchange = showSoundGate;
 $("sound-gate").addEventListener("click", () => hearing.resume().then(showSoundGate));
 
 function frame(now) {
+  const begun = performance.now();
   const dt = frames.tick(now);
   if (drawnLast) countOnset(drawnLast, now);
   const displayMs = frames.displayMs();
@@ -144,8 +146,9 @@ function frame(now) {
   // frame's timestamp) until the next frame's replaces it: the mouth is drawn for the middle
   // of that time. Timed from the callback's own start instead, which comes 1-20 ms after the
   // timestamp by how busy the main thread is, the drawn sample jumped by that much between
-  // frames, and a viseme starting in a jump was shown up to that much late.
-  const appears = now + frames.period;
+  // frames, and a viseme starting in a jump was shown up to that much late. A frame begun so
+  // late that its scripts will run past that vsync is seen a vsync later (Presentation).
+  const appears = now + frames.period * presentation.forecast(begun - now, frames.period);
   const seen = appears + Math.min(displayMs, 100) / 2;
   const lead = LEAD_MS + lateGuardMs(displayMs);
   let sample = null;
@@ -186,7 +189,9 @@ function frame(now) {
     showCaption(captions.at(sample));
     drawnLast = { stamp: now, period: frames.period, shown, sample, drawnFor: seen + lead, errorMs };
   }
-  if (drawnLast) drawnLast.ended = performance.now();
+  const ended = performance.now();
+  presentation.done(ended - begun);
+  if (drawnLast) drawnLast.ended = ended;
   requestAnimationFrame(frame);
 }
 
