@@ -1,6 +1,8 @@
 // Animation frame figures: frames per second over the last second, and frames dropped
 // (an interval of k expected frame times means k − 1 frames were never drawn).
 
+import { median } from "./hearing.js";
+
 // an interval this many display periods long is a stall, not a frame rate
 const STALL = 4;
 
@@ -148,9 +150,7 @@ export class Presentation {
 
   /** The median time the latest frames' scripts took (0 before any). */
   workMs() {
-    if (!this.work.length) return 0;
-    const sorted = [...this.work].sort((a, b) => a - b);
-    return sorted[sorted.length >> 1];
+    return this.work.length ? median(this.work) : 0;
   }
 
   /**
