@@ -94,6 +94,7 @@ def viewers(app: web.Application) -> dict[str, Any]:
     fps, lipsync = figures("fps"), figures("lipsync_offset_ms")
     clock, dropped = figures("clock_offset_ms"), figures("dropped_frames")
     jitter = figures("frame_jitter_ms")
+    latency = figures("output_latency_ms")
     drawn = sorted(ms for kept in signals.onsets.values() for ms in kept)
     magnitudes = sorted(abs(ms) for ms in drawn)
     return {
@@ -107,6 +108,11 @@ def viewers(app: web.Application) -> dict[str, Any]:
         "clock_offset_ms_median": rounded_median(clock),
         "dropped_frames": int(sum(dropped)) if dropped else None,
         "frame_jitter_ms_worst": round(max(jitter), 1) if jitter else None,
+        # how long after their browsers render a sample it leaves the speakers, and how many
+        # pages cannot know it (their browser reports no latency)
+        "output_latency_ms_median": rounded_median(latency),
+        "output_latency_ms_max": round(max(latency), 1) if latency else None,
+        "output_latency_unknown": sum(s.get("output_latency_source") == "none" for s in stats),
         # picture − sound at the viseme onsets the pages drew lately (positive: the mouth late)
         "lipsync_drawn_ms_p50": rounded_median(drawn),
         "lipsync_drawn_ms_p95_abs": _quantile(magnitudes, 0.95),

@@ -32,7 +32,12 @@ STAT_FIELDS = {
     "render_scale",
     "frame_jitter_ms",
     "visemes_seen_share",
+    "output_latency_ms",
 }
+# a page's output device latency: how it knows it (web/static/stage/latency.js), and the most
+# any device plausibly has (Bluetooth headsets and busy sound servers: hundreds of ms)
+OUTPUT_LATENCY_SOURCES = {"reported", "timestamp", "none"}
+OUTPUT_LATENCY_MAX_MS = 5000
 ONSETS_PER_REPORT = 200  # lip-sync offsets a page may send in one client_stats
 ONSETS_KEPT = 200  # per viewer, for the host panel's figures
 UTTERANCE_ONSETS_PER_REPORT = 50  # utterances' first voiced visemes a page may report at once
@@ -152,6 +157,10 @@ class Signals:
                 ' "heard_ms": number, "drawn_ms": number}'
             )
         stats = {k: v for k, v in data.items() if k in STAT_FIELDS and _finite(v)}
+        if not 0 <= stats.get("output_latency_ms", 0) <= OUTPUT_LATENCY_MAX_MS:
+            del stats["output_latency_ms"]
+        if data.get("output_latency_source") in OUTPUT_LATENCY_SOURCES:
+            stats["output_latency_source"] = data["output_latency_source"]
         self.client_stats[sid] = stats
         if _finite(jitter := stats.get("frame_jitter_ms")):
             self.metrics.frame_jitter.observe(jitter)

@@ -28,7 +28,7 @@ from server.hostdesk import ATSC, EBU_R37, in_window
 
 from .browser import behind_the_browser, launch, now_ms, open_stage, probe, records
 from .harness import LiveServer, say, until_final
-from .lipsync_figures import line_offset, matched, onsets
+from .lipsync_figures import line_offset, matched, onsets, rendered_offsets
 from .table import median, pct, render
 
 OPENINGS = [
@@ -86,7 +86,14 @@ def _speak(srv: LiveServer, text: str) -> str:
     return uid
 
 
-VARIANTS = {"calibrated (as shipped)": "/", "uncalibrated (baseline)": "/?calibration=off"}
+# The page as shipped on an ordinary output device, on a slow one (a context asked for a quarter
+# second of latency: 746 ms in headless Chromium, as a Bluetooth headset or a busy sound server
+# gives), and with its onset anchoring off: the baseline.
+VARIANTS = {
+    "calibrated (as shipped)": "/",
+    "calibrated, latencyHint 0.25 s": "/?latency=0.25",
+    "uncalibrated (baseline)": "/?calibration=off",
+}
 
 
 def sweep_variants(leads: str, holds: str) -> dict[str, str]:
@@ -121,7 +128,9 @@ def listening_page(browser, srv: LiveServer, url: str) -> Iterator[tuple]:
         page.close()
 
 
-FIGURES = ("probe", "page, each line", "page, every onset")
+# the probe times sound as it leaves the speakers; "at render" as the context rendered it, the
+# device's latency earlier (what the page and the probe measured before)
+FIGURES = ("probe", "probe, at render", "page, each line", "page, every onset")
 
 
 def measure_page(browser, srv: LiveServer, url: str, n: int, label: str = "") -> dict:
@@ -136,13 +145,19 @@ def measure_page(browser, srv: LiveServer, url: str, n: int, label: str = "") ->
             ids.add(_speak(srv, text))
             print(f"  {label}: line {i + 1}/{n}", flush=True)
         time.sleep(5.5)  # the page's last report
-        probed = onsets(records(page, since))
+        recs = records(page, since)
+        probed = onsets(recs)
         errors = list(page.errors)
         stats = page.evaluate("() => window.allnighter.stats()")
+        context = page.evaluate(
+            "() => { const c = window.allnighter.heard().context;"
+            " return (c.baseLatency + (c.outputLatency || 0)) * 1000; }"
+        )
     reports = [r for t, _, r in reported if t >= reported_since]
     each_line = [u for r in reports for u in r.get("utterance_onsets", []) if u["id"] in ids]
     return {
         "probe": [m - t for t, m in probed],
+        "probe, at render": rendered_offsets(recs),
         "page, each line": [line_offset(u) for u in each_line],
         "page, every onset": [ms for r in reports for ms in r.get("lipsync_onsets_ms", [])],
         "probe − page": [p - q for p, q in matched(each_line, probed)],
@@ -150,6 +165,12 @@ def measure_page(browser, srv: LiveServer, url: str, n: int, label: str = "") ->
         "fps": stats.get("fps"),
         "fps reported": [r["fps"] for r in reports if "fps" in r],
         "seen": stats.get("visemes_seen_share"),
+        # the output latency the page drew by, how it knew it, and what its context says now
+        "latency": {
+            "ms": stats.get("output_latency_ms"),
+            "source": stats.get("output_latency_source"),
+            "context": context,
+        },
     }
 
 
@@ -297,11 +318,19 @@ def offsets_table(offsets: dict[str, dict[str, list[float]]]) -> str:
         f"{name}: the probe − the page, line by line ({len(f['probe − page'])} lines matched): "
         f"median {median(f['probe − page']):+.1f} ms, "
         f"|p95| {pct([abs(d) for d in f['probe − page']], 95):.1f} ms; "
-        f"{f['fps'] or 0:.0f} fps; visemes seen {100 * (f['seen'] or 0):.1f} %"
+        f"{f['fps'] or 0:.0f} fps; visemes seen {100 * (f['seen'] or 0):.1f} %; "
+        f"output latency {_latency(f.get('latency'))}"
         for name, f in offsets.items()
         if f["probe − page"]
     ]
     return "\n".join([table, "", *notes])
+
+
+def _latency(latency: dict | None) -> str:
+    """The output latency a page drew by, as it knew it ("—" where it could not)."""
+    if not latency or latency.get("ms") is None:
+        return f"— ({(latency or {}).get('source') or 'not reported'})"
+    return f"{latency['ms']:.0f} ms ({latency['source']})"
 
 
 def frames_table(frames: dict[int, dict], seconds: float) -> str:

@@ -1,9 +1,12 @@
 """Lip-sync figures from a probe's per-frame records (see probe.js): onsets and offsets.
 
-A record is {"t": epoch ms, "rms": heard energy of the last 5 ms, "loudAt": when the first sample
-above the onset amplitude after 5 ms of quiet in the probe's 85 ms buffer was heard (or null),
-"soundUntil": when its last sample above silence was heard (or null), "mouth": mouth_open as
-drawn, "frame": the frame's timestamp, epoch ms}. The audio onset
+A record is {"t": epoch ms, "heard": when the newest sample the probe read leaves the speakers,
+"latency": the output latency the page's audio context reports (ms), "rms": the played energy of
+the last 5 ms, "loudAt": when the first sample above the onset amplitude after 5 ms of quiet,
+newer than the last record's, is heard (or null), "playedUntil": when its last sample above
+silence is heard (or null), "mouth": mouth_open as drawn, "frame": the frame's timestamp, epoch
+ms}. Sound is timed as it leaves the speakers, where the viewer hears it; a render-time figure
+(`rendered_offsets`) takes the reported latency off. The audio onset
 is that first loud sample after a quiet stretch (timed within the frame, not at the frame); the
 mouth onset is the first frame drawn, as the mouth opens from closed, past half the opening of
 its first viseme: an edge is timed at its midpoint, as the page centres each viseme's
@@ -33,15 +36,22 @@ SEARCH_MS = 250.0
 
 def audio_onsets(records: Sequence[dict], quiet_ms: float = QUIET_MS) -> list[float]:
     """Times (ms) where the heard audio turns loud after at least `quiet_ms` of quiet."""
+    return [t for t, _ in _loud_after_quiet(records, quiet_ms)]
+
+
+def _loud_after_quiet(records: Sequence[dict], quiet_ms: float) -> list[tuple[float, dict]]:
     onsets, quiet_since = [], None
     for r in records:
-        if r["rms"] < QUIET:
-            quiet_since = r["t"] if quiet_since is None else quiet_since
-        elif r.get("loudAt") is not None or r["rms"] >= LOUD:
-            onset = r.get("loudAt") or r["t"]
+        heard = r.get("heard", r["t"])  # records without it were timed when read
+        # an onset is reported once, by the read that first holds it, even where that read's
+        # last samples are quiet again (a context that renders 50-190 ms at once)
+        if r.get("loudAt") is not None or r["rms"] >= LOUD:
+            onset = r.get("loudAt") or heard
             if quiet_since is not None and onset - quiet_since >= quiet_ms:
-                onsets.append(onset)
+                onsets.append((onset, r))
             quiet_since = None
+        elif r["rms"] < QUIET:
+            quiet_since = heard if quiet_since is None else quiet_since
     return onsets
 
 
@@ -100,6 +110,14 @@ def onsets(records: Sequence[dict]) -> list[tuple[float, float]]:
     """(audio onset, mouth onset) times (ms), for each audio onset with a mouth onset near it."""
     pairs = [(t, mouth_onset(records, t)) for t in audio_onsets(records)]
     return [(t, m) for t, m in pairs if m is not None]
+
+
+def rendered_offsets(records: Sequence[dict]) -> list[float]:
+    """Mouth − sound (ms) with the sound timed when the page's audio context rendered it, its
+    reported output latency before it is heard: what the page and the probe measured before
+    they timed sound at the speakers."""
+    found = [(t, r, mouth_onset(records, t)) for t, r in _loud_after_quiet(records, QUIET_MS)]
+    return [m - (t - r.get("latency", 0.0)) for t, r, m in found if m is not None]
 
 
 def line_offset(onset: dict) -> float:

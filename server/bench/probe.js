@@ -1,16 +1,22 @@
 // An independent observer injected into a stage page by the tests and `bench lipsync`.
 // Every animation frame it records what the page draws (`allnighter.state()`) beside the
-// energy of the audio the page hears, measured with its OWN analysers and its own onset
+// energy of the audio the page plays, measured with its OWN analysers and its own onset
 // logic: the page's lip-sync is judged by a meter it does not control. The analysers listen
-// where the viewer hears (`allnighter.heard()`): the stream as heard (after the page's
-// look-ahead) in the very AudioContext that plays it, and what that context plays after the
-// page's interrupt ducking. (A context of the probe's own would take the stream through a
-// buffer of its own, tens of ms apart.)
+// where the viewer hears (`allnighter.heard()`), in the very AudioContext that plays: on the
+// node the page connects to its speakers (after its interrupt ducking), and on the stream as
+// heard before that ducking. (A context of the probe's own would take the stream through a
+// buffer of its own, tens of ms apart.) Each buffer is timed when its newest sample leaves
+// the output device, where the context's output timestamp says it is presented: not when it
+// was rendered, which is the device's latency earlier (42 ms in headless Chromium, 737 ms
+// with a latency hint of a quarter second).
 (() => {
   if (window.__probe) return;
   const LOUD = 0.02; // the amplitude an onset crosses (decoded silence stays below 1e-3)
   const QUIET = 0.005; // below this a sample counts as silence
   const records = [];
+  const since = new Map(); // analyser → the context time of the newest sample it last read
+  const stamps = []; // [read at, performanceTime − contextTime·1000]: the last second's
+  let lastStamp = null;
   let ctx = null;
   let analyser, buf, outAnalyser, outBuf;
   let received = null;
@@ -23,13 +29,19 @@
     if (!nodes) return;
     if (nodes.context !== ctx) {
       ctx = nodes.context;
+      // longer than a frame down to 12 fps and than what the context renders at once (its
+      // base latency: 186 ms with a quarter-second hint), so no onset falls between two reads
+      let size = 4096;
+      while (size < 32768 && size < (((ctx.baseLatency || 0) * 1000 + 70) * ctx.sampleRate) / 1000) size *= 2;
       analyser = ctx.createAnalyser();
-      analyser.fftSize = 4096; // 85 ms: longer than a frame down to 12 fps, so no onset
-      buf = new Float32Array(analyser.fftSize); // falls between two reads
+      analyser.fftSize = size;
+      buf = new Float32Array(size);
       outAnalyser = ctx.createAnalyser();
-      outAnalyser.fftSize = 4096;
-      outBuf = new Float32Array(outAnalyser.fftSize);
+      outAnalyser.fftSize = size;
+      outBuf = new Float32Array(size);
       received = played = null;
+      since.clear();
+      stamps.length = 0;
     }
     if (nodes.heard !== received) {
       if (received) received.disconnect(analyser);
@@ -43,11 +55,16 @@
   }
 
   // when the first sample above LOUD after 5 ms of quiet ones (the start of a sound, not a
-  // sample inside one the buffer begins in) and the last above QUIET were heard, and the
-  // energy of the last 256 samples
-  function read(an, b, t) {
+  // sample inside one the buffer begins in) that no earlier read held was heard, when the
+  // last above QUIET was, and the energy of the last 256 samples; `t`: when the buffer's
+  // newest sample is heard, `ct` its context time
+  function read(an, b, t, ct) {
     an.getFloatTimeDomainData(b);
     const ms = (i) => t - ((b.length - i) * 1000) / ctx.sampleRate;
+    // the samples rendered since the last read, counted in context time (not by the timing,
+    // which may stray by a few ms: a sample at a burst's edge would be taken for an old one)
+    const fresh = since.has(an) ? Math.round((ct - since.get(an)) * ctx.sampleRate) : b.length;
+    since.set(an, ct);
     let sum = 0;
     for (let i = b.length - 256; i < b.length; i++) sum += b[i] * b[i];
     const quietRun = (5 * ctx.sampleRate) / 1000;
@@ -55,8 +72,11 @@
     for (let i = 0, run = 0, armed = false; i < b.length && first < 0; i++) {
       const x = Math.abs(b[i]);
       if (x <= QUIET) armed ||= ++run >= quietRun;
-      else if (x > LOUD && armed) first = i;
-      else run = 0; // sound, or a softer rise: that ends the quiet but keeps an onset coming
+      else if (x > LOUD && armed) {
+        if (i >= b.length - fresh) first = i; // an older one was found by an earlier read
+        armed = false;
+        run = 0;
+      } else run = 0; // sound, or a softer rise: that ends the quiet but keeps an onset coming
     }
     let last = b.length - 1;
     while (last >= 0 && Math.abs(b[last]) <= QUIET) last--;
@@ -67,31 +87,46 @@
     };
   }
 
-  // When the context rendered the newest sample its analysers hold (epoch ms). It renders in
-  // bursts, so that is up to a burst before this frame: the context's output timestamp says
-  // when a context time is played, and rendering runs its base and output latencies ahead.
-  function rendered(t) {
+  // When context time `ct` (the newest sample the analysers hold) leaves the output device
+  // (epoch ms): the context's output timestamp says when a context time is presented. One
+  // reading strays from the next by up to ±8 ms where the context renders 50 ms at once, so
+  // the median over the last second's readings maps it. null before the first reading.
+  function presented(t, ct) {
     const ts = ctx && ctx.getOutputTimestamp ? ctx.getOutputTimestamp() : null;
-    if (!ts || !(ts.performanceTime > 0)) return t;
-    const ahead = (ctx.baseLatency || 0) + (ctx.outputLatency || 0);
-    const at = performance.timeOrigin + ts.performanceTime + (ctx.currentTime - ts.contextTime - ahead) * 1000;
-    return at <= t && at > t - 100 ? at : t;
+    if (ts && ts.performanceTime > 0 && ts.performanceTime !== lastStamp) {
+      lastStamp = ts.performanceTime;
+      stamps.push([t, ts.performanceTime - ts.contextTime * 1000]);
+    }
+    while (stamps.length > 1 && stamps[0][0] < t - 1000) stamps.shift();
+    if (!stamps.length) return null;
+    const sorted = stamps.map((s) => s[1]).sort((a, b) => a - b);
+    const mid = sorted.length >> 1;
+    const origin = sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+    const at = performance.timeOrigin + origin + ct * 1000;
+    const burst = (ctx.baseLatency || 0) * 1000;
+    return at > t - 100 - 2 * burst && at < t + 5000 ? at : null;
   }
 
   function frame(stamp) {
     listen();
     const t = now();
-    const end = rendered(t);
-    const heard = received ? read(analyser, buf, end) : { rms: 0, loudAt: null, until: null };
-    const out = played ? read(outAnalyser, outBuf, end) : { until: null };
+    const ct = ctx ? ctx.currentTime : 0;
+    const at = ctx ? presented(t, ct) : null;
+    const end = at ?? t;
+    const out = played ? read(outAnalyser, outBuf, end, ct) : { rms: 0, loudAt: null, until: null };
+    const heard = received ? read(analyser, buf, end, ct) : { until: null };
     const s = window.allnighter ? window.allnighter.state() : {};
     records.push({
       t,
       frame: performance.timeOrigin + stamp, // the frame's timestamp: the vsync it was begun at
-      rms: heard.rms,
-      loudAt: heard.loudAt, // when the first sample above LOUD in the buffer was heard
-      soundUntil: heard.until, // when its last sample above QUIET was heard
-      playedUntil: out.until, // the same for what the page plays
+      heard: end, // when the buffers' newest sample leaves the speakers (or t, unknown)
+      presented: at !== null, // whether the context said so
+      // the latency the context reports (ms): a render-time figure subtracts it
+      latency: ctx ? ((ctx.baseLatency || 0) + (ctx.outputLatency || 0)) * 1000 : 0,
+      rms: out.rms, // of what the page plays
+      loudAt: out.loudAt, // when its first sample above LOUD after quiet is heard
+      playedUntil: out.until, // when its last sample above QUIET is heard
+      soundUntil: heard.until, // the same for the stream before the page's ducking
       mouth: s.mouth_open ?? 0,
       sample: s.current_sample ?? null,
     });

@@ -55,9 +55,12 @@ def test_bench_lipsync_prints_offsets_sweep_drift_and_frame_rates(tmp_path):
     header = next(r for r in rows if r.startswith("| page "))
     goals = ["in ATSC %", "in R37 %", "|p95| ≤ 10", "p1, p99 in ATSC", "all in R37"]
     assert all(f" {name} " in header for name in goals), header
-    for page in ("calibrated (as shipped)", "uncalibrated (baseline)"):
+    pages = ("calibrated (as shipped)", "calibrated, latencyHint 0.25 s", "uncalibrated (baseline)")
+    for page in pages:
         assert table[page, "probe"][-2] in ("holds", "misses")  # every goal has its verdict
         assert int(table[page, "probe"][3]) >= 1  # the probe matched a mouth opening to an onset
+        # beside it, the same onsets against the sound as rendered
+        assert table[page, "probe, at render"][3] == table[page, "probe"][3]
         # the page's own figures, as it reported them: each line's first voiced viseme
         assert int(table[page, "page, each line"][3]) >= 1
         assert int(table[page, "page, every onset"][3]) >= int(table[page, "page, each line"][3])

@@ -192,3 +192,35 @@ async def request_text(srv, path: str) -> str:
 
     async with aiohttp.ClientSession() as http, http.get(srv.url + path) as r:
         return await r.text()
+
+
+def test_pages_output_latency_reaches_the_desk_and_nonsense_is_dropped(tone_server):
+    """Three pages: two know their device's latency (42 and 746 ms), one cannot; a fourth sends
+    figures no device has, and they are not kept."""
+    reports = [
+        {"output_latency_ms": 42.0, "output_latency_source": "reported"},
+        {"output_latency_ms": 746.0, "output_latency_source": "timestamp"},
+        {"output_latency_source": "none"},
+        {"output_latency_ms": 1e308, "output_latency_source": "<script>"},
+    ]
+
+    async def run():
+        clients = []
+        for report in reports:
+            c = socketio.AsyncClient()
+            await c.connect(tone_server.url)
+            assert await c.call("client_stats", report) == {"ok": True}
+            clients.append(c)
+        show = (await request(tone_server, "GET", "/api/v1/show"))[1]
+        kept = dict(tone_server.app["signals"].client_stats)
+        for c in clients:
+            await c.disconnect()
+        return show, kept
+
+    show, kept = asyncio.run(run())
+    v = show["viewers"]
+    assert v["output_latency_ms_median"] == 394.0
+    assert v["output_latency_ms_max"] == 746.0
+    assert v["output_latency_unknown"] == 1
+    junk = [s for s in kept.values() if "output_latency_ms" not in s]
+    assert all(s.get("output_latency_source") in (None, "none") for s in junk), junk

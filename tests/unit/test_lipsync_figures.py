@@ -89,3 +89,31 @@ def test_a_frame_whose_scripts_ran_past_the_next_vsync_it_then_missed_is_seen_a_
     assert abs(seen_at(early, [*recs[:2], early, *recs[3:]]) - (stamps[2] + period)) < 1e-9
     slow = dict(recs[1], t=stamps[1] + 21)  # ran late, yet the next vsync had its frame
     assert abs(seen_at(slow, [recs[0], slow, *recs[2:]]) - (stamps[1] + period)) < 1e-9
+
+
+def test_sound_is_timed_at_the_speakers_and_the_render_time_figure_takes_the_latency_off():
+    from server.bench.lipsync_figures import rendered_offsets
+
+    # read at t; the newest sample read then leaves the speakers 42 ms later; the mouth opens
+    # with the sound as heard there
+    latency = 42.0
+    recs = frames([0] * 20 + [0, 0, 0.3, 0.8, 1.0, 1.0], loud_from=1000 + 20 * 20 + 12 + latency)
+    for r in recs:
+        r["heard"], r["latency"] = r["t"] + latency, latency
+        r["loudAt"] = r["loudAt"] if r["rms"] else None
+    assert audio_onsets(recs) == [1454]
+    assert [m - t for t, m in onsets(recs)] == [1460 - 1454]
+    # the same frames against the sound as rendered: the mouth 42 ms late
+    assert rendered_offsets(recs) == [1460 - (1454 - latency)]
+
+
+def test_the_quiet_before_an_onset_is_timed_as_heard():
+    # 280 ms of quiet as read, but the sound before it left the speakers 300 ms before: an onset
+    recs = frames([0] * 30, loud_from=1000 + 14 * 20)
+    for r in recs:
+        r["heard"] = r["t"] + (0 if r["rms"] else -20)
+    assert audio_onsets(recs) == [1280]
+    recs_short = frames([0] * 30, loud_from=1000 + 14 * 20)
+    for r in recs_short:
+        r["heard"] = r["t"] + (0 if r["rms"] else 20)
+    assert audio_onsets(recs_short) == []

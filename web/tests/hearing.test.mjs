@@ -2,7 +2,9 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { HeardClock, OnsetCalibration, renderedAt } from "../static/stage/hearing.js";
+import {
+  HeardClock, OnsetCalibration, OutputTimestamps, analyserSize, renderedAt,
+} from "../static/stage/hearing.js";
 
 const MS = 48;
 
@@ -71,6 +73,19 @@ test("what enters the page is heard a look-ahead later", () => {
   assert.equal(clock.sampleAt(1300), (1200 - 60) * MS);
 });
 
+test("what is rendered is heard the output latency later", () => {
+  const rx = fakeReceiver();
+  const clock = new HeardClock(rx, 0, 100);
+  for (rx.now = 1000; rx.now <= 1200; rx.now += 20) clock.poll();
+  clock.outputLatencyMs = 42;
+  assert.equal(clock.heardDelayMs, 142);
+  // what entered at 1200 is rendered out of the look-ahead at 1300 and leaves the speakers at 1342
+  assert.equal(clock.renderedSampleAt(1300), (1200 - 60) * MS);
+  assert.equal(clock.sampleAt(1342), (1200 - 60) * MS);
+  clock.outputLatencyMs = 746; // a quarter-second latency hint in Chromium: 186 + 560 ms
+  assert.equal(clock.sampleAt(2046), (1200 - 60) * MS);
+});
+
 /**
  * Sound entering the page: quiet, then speech from `onsetMs` (a 200 Hz tone at 0.3), read the
  * way the page reads its analyser: the last `size` samples at each frame, `frameMs` apart. The
@@ -90,10 +105,14 @@ function listenAt(frameMs, size, onsetMs = 1003.7, rampMs = 0, clock = rawClock(
   return cal;
 }
 
-/** A clock reading raw sample t·48 at time t, heard `lookaheadMs` later. */
-function rawClock(lookaheadMs = 100) {
-  const clock = { calibrationMs: 0, lookaheadMs, rawSampleAt: (t) => t * MS };
-  clock.sampleAt = (t) => clock.rawSampleAt(t - lookaheadMs) - clock.calibrationMs * MS;
+/**
+ * A clock reading raw sample t·48 at time t, rendered `lookaheadMs` later and heard
+ * `outputLatencyMs` after that.
+ */
+function rawClock(lookaheadMs = 100, outputLatencyMs = 0) {
+  const clock = { calibrationMs: 0, lookaheadMs, outputLatencyMs, rawSampleAt: (t) => t * MS };
+  clock.heardDelayMs = lookaheadMs + outputLatencyMs;
+  clock.sampleAt = (t) => clock.rawSampleAt(t - clock.heardDelayMs) - clock.calibrationMs * MS;
   return clock;
 }
 
@@ -149,6 +168,30 @@ test("an onset found ahead anchors the clock; heard, it is checked against the c
     clock.calibrationMs = anchored.anchorMs() ?? 0;
   }
   assert.ok(Math.abs(anchored.offsetMs()) < 0.1, `offset ${anchored.offsetMs()}`);
+});
+
+test("an onset is judged when it leaves the speakers, by the clock in force then", () => {
+  for (const latencyMs of [0, 42, 746]) {
+    const clock = rawClock(100, latencyMs);
+    const cal = new OnsetCalibration();
+    const buf = new Float32Array(4096);
+    for (let now = 500; now < 1000 + 100 + latencyMs + 100; now += 20) {
+      for (let i = 0; i < buf.length; i++) buf[i] = sound(now - (buf.length - i) / MS, 1003.7, 0);
+      cal.step(buf, now, clock, announced(1000 * MS), MS);
+      clock.calibrationMs = cal.anchorMs() ?? 0;
+    }
+    assert.ok(Math.abs(cal.offsetMs()) < 0.1, `${latencyMs} ms: offset ${cal.offsetMs()}`);
+    // a clock that forgot the device (heard as rendered) is off by all of it
+    const deaf = rawClock(100, latencyMs);
+    deaf.sampleAt = (t) => deaf.rawSampleAt(t - 100) - deaf.calibrationMs * MS;
+    const judged = new OnsetCalibration();
+    for (let now = 500; now < 1000 + 100 + latencyMs + 100; now += 20) {
+      for (let i = 0; i < buf.length; i++) buf[i] = sound(now - (buf.length - i) / MS, 1003.7, 0);
+      judged.step(buf, now, deaf, announced(1000 * MS), MS);
+      deaf.calibrationMs = judged.anchorMs() ?? 0;
+    }
+    assert.ok(Math.abs(judged.offsetMs() - latencyMs) < 0.1, `${latencyMs}: ${judged.offsetMs()}`);
+  }
 });
 
 test("an onset far from the anchor is not taken alone; a second like it is", () => {
@@ -209,4 +252,55 @@ test("a buffer is timed when the context rendered its newest sample, not when it
   assert.equal(renderedAt(ctx, 5000), 5000);
   assert.equal(renderedAt(ctx, 5200), 5200);
   assert.equal(renderedAt({ currentTime: 1 }, 77), 77);
+});
+
+test("a context that renders a quarter second at once: its buffers are still timed", () => {
+  // latencyHint 0.25 in Chromium: 186 ms bursts, 560 ms output latency; the output timestamp
+  // is updated once a burst, so the newest sample was rendered up to a burst before the read
+  const ctx = { currentTime: 20.0, baseLatency: 0.186, outputLatency: 0.56, sampleRate: 48000,
+    getOutputTimestamp: () => ({ contextTime: 19.263, performanceTime: 9000 }) };
+  // 20.0 s is played at 9737 ms, rendered 746 ms before: at 8991 ms, read 150 ms later
+  assert.ok(Math.abs(renderedAt(ctx, 9141) - 8991) < 1e-6, String(renderedAt(ctx, 9141)));
+  // timed by the figure the page passes (the output timestamp's lag, where none is reported)
+  assert.ok(Math.abs(renderedAt(ctx, 9141, 737) - 9000) < 1e-6);
+  assert.equal(renderedAt(ctx, 9600), 9600); // older than two bursts and more: not believed
+  // its analyser spans a burst and a frame: no sample falls between two reads
+  assert.equal(analyserSize(ctx), 16384);
+  assert.equal(analyserSize({ baseLatency: 0.01, sampleRate: 48000 }), 4096);
+  assert.equal(analyserSize({ sampleRate: 48000 }), 4096);
+});
+
+test("an onset at a burst's edge is found once, on time, through a jittery output timestamp", () => {
+  // latencyHint 0.05 in Chromium: 2507-sample bursts, 212 ms of latency, and each output
+  // timestamp up to 8 ms off the line the others lie on
+  const burst = 2507;
+  const latencyMs = 212;
+  const origin = 1000; // context time 0 is played at 1000 ms
+  const jitter = [0, 8, -7, 3, -8, 6, -2, 7, -5, 1];
+  for (const onsetBurst of [20, 21, 22, 23]) {
+    const onsetCtx = (onsetBurst * burst) / MS; // ms of context time: a burst's first sample
+    const ctx = { currentTime: 0, baseLatency: 0.0522, outputLatency: 0.16, sampleRate: 48000 };
+    let k = 0;
+    const timestamps = new OutputTimestamps();
+    const cal = new OnsetCalibration();
+    const buf = new Float32Array(8192);
+    const clock = rawClock(100);
+    const track = announced(Math.round((origin + onsetCtx - latencyMs) * MS)); // render time
+    for (let now = 1000; now < 2500; now += 1000 / 60) {
+      // what the device will have played by `now + latencyMs`, rendered in whole bursts
+      const rendered = Math.floor((now + latencyMs - origin) / (burst / MS)) * burst;
+      ctx.currentTime = rendered / 48000;
+      const stamp = { contextTime: ctx.currentTime - 0.2, performanceTime: 0 };
+      stamp.performanceTime = origin + stamp.contextTime * 1000 + jitter[k++ % jitter.length];
+      ctx.getOutputTimestamp = () => stamp;
+      for (let i = 0; i < buf.length; i++) {
+        const c = (rendered - buf.length + i) / MS;
+        buf[i] = sound(c, onsetCtx, 0);
+      }
+      const end = renderedAt(ctx, now, latencyMs, timestamps.update(ctx, now));
+      cal.step(buf, end, clock, track, MS);
+    }
+    assert.equal(cal.errors.length, 1, `burst ${onsetBurst}: ${cal.errors}`);
+    assert.ok(Math.abs(cal.errors[0]) < 2, `burst ${onsetBurst}: ${cal.errors[0]} ms off`);
+  }
 });

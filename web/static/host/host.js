@@ -335,8 +335,19 @@ function renderViewers(v) {
     ["In ATSC window", share(v.lipsync_drawn_in_atsc)],
     ["In EBU R37", share(v.lipsync_drawn_in_r37)],
     ["Frame jitter", v.frame_jitter_ms_worst == null ? "—" : `${v.frame_jitter_ms_worst.toFixed(0)} ms`],
+    ["Audio out latency", outputLatency(v)],
   ];
   fillStats($("viewers"), figs);
+}
+
+// the viewers' output device latency: median (and most), and how many pages cannot know theirs
+function outputLatency(v) {
+  const ms = (x) => `${x.toFixed(0)} ms`;
+  let text = v.output_latency_ms_median == null ? "—" : ms(v.output_latency_ms_median);
+  if (v.output_latency_ms_max != null && v.output_latency_ms_max !== v.output_latency_ms_median) {
+    text += ` (up to ${ms(v.output_latency_ms_max)})`;
+  }
+  return v.output_latency_unknown ? `${text}; ${v.output_latency_unknown} unknown` : text;
 }
 
 /** A grid of [label, value, class] figures, its cells kept across refreshes. */

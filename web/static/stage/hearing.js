@@ -7,7 +7,8 @@
 // ms ahead of what reaches WebAudio), so it is checked against the audio itself: the page hears
 // the stream LOOKAHEAD_MS before it plays it, finds each speech onset there and matches it with
 // the onset the server announced at that sample; the clock is anchored on it before the viewer
-// hears it. Measured, not assumed.
+// hears it. Measured, not assumed. What the context renders leaves the speakers its output
+// latency later (latency.js): every time here is a render time until `sampleAt` adds that.
 
 import { SAMPLE_RATE } from "./lipsync.js";
 
@@ -45,8 +46,9 @@ const STEP_READINGS = 3;
 const STEP_MS = 20;
 
 /**
- * Maps performance.now() to the broadcast sample entering the page's audio context (raw) and
- * to the one being heard, `lookaheadMs` later and anchored by `calibrationMs`.
+ * Maps performance.now() to the broadcast sample entering the page's audio context (raw), to
+ * the one it renders out of the look-ahead `lookaheadMs` later, anchored by `calibrationMs`,
+ * and to the one being heard, leaving the speakers `outputLatencyMs` after that.
  */
 export class HeardClock {
   constructor(receiver, rtpBase, lookaheadMs = 0) {
@@ -59,6 +61,12 @@ export class HeardClock {
     this.lastRel = null;
     this.unwrapped = 0;
     this.calibrationMs = 0;
+    this.outputLatencyMs = 0; // the page sets it every frame (OutputLatency)
+  }
+
+  /** How long after a sample enters the page it is heard: the look-ahead, then the device. */
+  get heardDelayMs() {
+    return this.lookaheadMs + this.outputLatencyMs;
   }
 
   /** Take the newest playout reading; call once per animation frame. */
@@ -106,10 +114,18 @@ export class HeardClock {
     return this.median === null ? null : now * PER_MS + this.median;
   }
 
-  /** The broadcast sample being heard at performance time `now`. */
-  sampleAt(now) {
+  /**
+   * The broadcast sample the context renders out of the look-ahead at performance time `now`:
+   * what passes the page's interrupt ducking then.
+   */
+  renderedSampleAt(now) {
     const raw = this.rawSampleAt(now - this.lookaheadMs);
     return raw === null ? null : Math.round(raw - this.calibrationMs * PER_MS);
+  }
+
+  /** The broadcast sample being heard at performance time `now`: it left the speakers then. */
+  sampleAt(now) {
+    return this.renderedSampleAt(now - this.outputLatencyMs);
   }
 }
 
@@ -149,7 +165,7 @@ export class OnsetCalibration {
     this.#hear(now, clock);
     // an onset can enter the page before its announcement is handled (both wait for the main
     // thread): it is looked for again while it is still ahead of what is heard
-    const pending = this.waiting.filter((t) => t + clock.lookaheadMs > now + WAIT_MARGIN_MS);
+    const pending = this.waiting.filter((t) => t + clock.heardDelayMs > now + WAIT_MARGIN_MS);
     this.waiting = [];
     for (const t of pending) this.#match(t, clock, track);
     const n = samples.length;
@@ -194,7 +210,8 @@ export class OnsetCalibration {
     if (this.anchor === null || close !== null || near(this.errors.at(-1))) this.anchor = error;
     this.errors.push(error);
     if (this.errors.length > this.keep) this.errors.shift();
-    this.due.push({ at: onsetTime + clock.lookaheadMs, sample: announced });
+    // heard a look-ahead and the output latency after it entered: judged then, by the clock then
+    this.due.push({ at: onsetTime + clock.heardDelayMs, sample: announced });
   }
 
   // the onsets heard by now: how far the clock then in force was from them
@@ -225,22 +242,22 @@ export class OnsetCalibration {
 /**
  * The page's audio: a muted <audio> element keeps the WebRTC stream flowing into WebAudio,
  * where one context plays it and measures it. The meter sees the stream as it enters that
- * context, LOOKAHEAD_MS before a delay line lets the viewer hear it, and before the output
- * device's buffering (which differs by machine, as the display's latency does; the page can
- * know neither). It is the context that plays: each context takes a stream through its own
+ * context, LOOKAHEAD_MS before a delay line lets it on to the output device, whose own
+ * buffering (the context's output latency, read every frame: latency.js) comes before the
+ * viewer hears it. `latencyHint` is the context's (`?latency=` sets it, to test a device as
+ * slow as a Bluetooth headset). It is the context that plays: each context takes a stream through its own
  * buffer, and two on one stream were found up to 24 ms apart, by session, so a meter elsewhere
  * would time a sound the viewer does not hear then.
  */
 export class Hearing {
-  constructor(audioElement) {
+  constructor(audioElement, latencyHint = "interactive") {
     this.audio = audioElement;
-    this.ctx = new AudioContext({ latencyHint: "interactive" });
+    this.ctx = new AudioContext({ latencyHint });
     this.analyser = this.ctx.createAnalyser();
-    // 85 ms at 48 kHz: longer than a frame even at 12 fps, so no sample falls between two
-    // reads (at 20–33 fps a 21 ms window left gaps, and onsets in them were timed late)
-    this.analyser.fftSize = 4096;
+    this.analyser.fftSize = analyserSize(this.ctx);
     this.buffer = new Float32Array(this.analyser.fftSize);
     this.readEnd = null; // when the newest sample read() gave was rendered (performance time)
+    this.timestamps = new OutputTimestamps();
     this.sources = [];
     this.lookaheadMs = LOOKAHEAD_MS;
     this.delay = this.ctx.createDelay(1);
@@ -294,11 +311,15 @@ export class Hearing {
     return this.ctx.resume();
   }
 
-  /** The latest heard samples (a reused buffer), or null while audio is not playing. */
-  read() {
+  /**
+   * The latest samples entering the page (a reused buffer), or null while audio is not
+   * playing; `latencyMs`: the output latency the context reports now (`reportedLatency`).
+   */
+  read(latencyMs) {
     if (!this.running) return null;
     this.analyser.getFloatTimeDomainData(this.buffer);
-    this.readEnd = renderedAt(this.ctx);
+    const now = performance.now();
+    this.readEnd = renderedAt(this.ctx, now, latencyMs, this.timestamps.update(this.ctx, now));
     return this.buffer;
   }
 
@@ -318,19 +339,80 @@ export class Hearing {
 
 /**
  * When (performance time) the context rendered its newest sample: where an analyser's data
- * ends. The audio thread renders in bursts (here every 9-30 ms), so a buffer read at
- * performance.now() ends 0-11 ms before then, by read; timed at the read, onsets came out that
- * much late, at random. The context's output timestamp maps context time to when it is played
- * (to a tenth of a ms), and the newest sample is played its base and output latencies after it
- * is rendered. Falls back on the read's own time until the context plays.
+ * ends. The audio thread renders in bursts (here every 9-30 ms; 186 ms with a latency hint of
+ * a quarter second), so a buffer read at performance.now() ends up to a burst before then, by
+ * read; timed at the read, onsets came out that much late, at random. The context's output
+ * timestamp maps context time to when it is played (`origin`: when context time 0 is, as
+ * OutputTimestamps smooths it; one reading by default), and the newest sample is played the
+ * output latency (`latencyMs`, base and output) after it is rendered. Falls back on the
+ * read's own time until the context plays.
  */
-export function renderedAt(ctx, now = performance.now()) {
+export function renderedAt(
+  ctx, now = performance.now(), latencyMs = defaultLatencyMs(ctx), origin = instantOrigin(ctx),
+) {
+  if (origin === null || !Number.isFinite(ctx.currentTime)) return now;
+  const at = origin + ctx.currentTime * 1000 - latencyMs;
+  // a mapping that says the sample is from the future, or older than a burst and a frame or
+  // two, is not believed
+  return at <= now && at > now - 100 - 2 * burstMs(ctx) ? at : now;
+}
+
+/**
+ * The context's output timestamp, smoothed: when (performance time) context time 0 is played,
+ * the median of the last second's readings. One reading strays from the next by up to ±8 ms
+ * where the context renders 50 ms at once: timed by each, a sample at a burst's edge was put
+ * before the last read's end, and an onset there was missed; a page and a probe reading in
+ * one frame timed one onset 5 ms apart.
+ */
+export class OutputTimestamps {
+  constructor(windowMs = 1000) {
+    this.windowMs = windowMs;
+    this.readings = []; // {at, origin}
+    this.lastStamp = null;
+  }
+
+  /** Take the context's newest output timestamp at page time `now`; null before the first. */
+  update(ctx, now) {
+    const ts = ctx.getOutputTimestamp?.();
+    if (ts && ts.performanceTime > 0 && Number.isFinite(ts.contextTime)) {
+      if (ts.performanceTime !== this.lastStamp) {
+        this.lastStamp = ts.performanceTime; // one reading per timestamp, however often read
+        this.readings.push({ at: now, origin: ts.performanceTime - ts.contextTime * 1000 });
+      }
+      while (this.readings.length > 1 && this.readings[0].at < now - this.windowMs) {
+        this.readings.shift();
+      }
+    }
+    return this.readings.length ? median(this.readings.map((r) => r.origin)) : null;
+  }
+}
+
+function instantOrigin(ctx) {
   const ts = ctx.getOutputTimestamp?.();
-  if (!ts || !(ts.performanceTime > 0) || !Number.isFinite(ts.contextTime)) return now;
-  const latency = (ctx.baseLatency || 0) + (ctx.outputLatency || 0);
-  const at = ts.performanceTime + (ctx.currentTime - ts.contextTime - latency) * 1000;
-  // a mapping that says the sample is from the future, or long gone, is not believed
-  return at <= now && at > now - 100 ? at : now;
+  if (!ts || !(ts.performanceTime > 0) || !Number.isFinite(ts.contextTime)) return null;
+  return ts.performanceTime - ts.contextTime * 1000;
+}
+
+function defaultLatencyMs(ctx) {
+  return ((ctx.baseLatency || 0) + (ctx.outputLatency || 0)) * 1000;
+}
+
+// how much the audio thread renders at once: its base latency, about
+function burstMs(ctx) {
+  return Number.isFinite(ctx.baseLatency) && ctx.baseLatency > 0 ? ctx.baseLatency * 1000 : 0;
+}
+
+/**
+ * The analyser's length: longer than a render burst and a frame, so no sample falls between
+ * two reads (at 20–33 fps a 21 ms window left gaps, and onsets in them were timed late). 85 ms
+ * at 48 kHz for an interactive context, longer than a frame even at 12 fps; a context that
+ * renders 186 ms at once takes 16384 samples.
+ */
+export function analyserSize(ctx) {
+  const needed = ((burstMs(ctx) + 70) * (ctx.sampleRate || 48000)) / 1000;
+  let size = 4096;
+  while (size < needed && size < 32768) size *= 2;
+  return size;
 }
 
 export function median(values) {

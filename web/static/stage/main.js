@@ -5,6 +5,7 @@ import { Avatar } from "./avatar.js";
 import { FlatAvatar } from "./flatavatar.js";
 import { ChatColumn } from "./chat.js";
 import { Hearing, HeardClock, OnsetCalibration } from "./hearing.js";
+import { OutputLatency, reportedLatency } from "./latency.js";
 import { Link } from "./link.js";
 import {
   CaptionTrack, DrawnOnsets, MouthBlend, Playhead, RecentSet, SAMPLE_RATE, VisemeTrack, lateGuardMs,
@@ -24,6 +25,9 @@ const LEAD_MS = msSetting(params.get("lead") ?? document.body.dataset.visemeLead
 const HOLD_MS = msSetting(params.get("hold") ?? document.body.dataset.visemeHoldMs, 200);
 // `?detail=0.2..1` sets the figure's tessellation (the avatar's own choice by default)
 const DETAIL = ((d) => (d >= 0.2 && d <= 1 ? d : null))(Number(params.get("detail") ?? NaN));
+// `?latency=0.25` (seconds, or a hint's name) asks the audio context for that output latency:
+// the tests stand in for a slow device with it
+const LATENCY_HINT = latencyHint(params.get("latency"));
 const $ = (id) => document.getElementById(id);
 
 const canvas = $("avatar");
@@ -37,7 +41,8 @@ const onsets = new DrawnOnsets();
 const frames = new FrameStats();
 const presentation = new Presentation();
 let drawnLast = null; // the last frame drawn: its lip-sync figure waits for the next frame
-const hearing = new Hearing($("stage-audio"));
+const hearing = new Hearing($("stage-audio"), LATENCY_HINT);
+const latency = new OutputLatency(); // the device's: what is rendered is heard that much later
 let clock = null;
 let calibrationMs = 0; // a property of this browser's audio path: kept across reconnects
 let heard = { sample: null, viseme: "sil", mouth: 0 };
@@ -103,11 +108,18 @@ const chat = new ChatColumn(
 // stream carries only silence until then. Returns where the timeline is cut: the mouth stops
 // with the sound, at the sample heard now if that comes before the interrupt's.
 function duckUntil(data) {
-  const heardNow = clock ? clock.sampleAt(performance.now()) : null;
-  if (heardNow === null) return data.at_sample;
+  // ducked as it is rendered: what the output device holds already is still heard
+  const lastHeard = clock ? clock.renderedSampleAt(performance.now()) : null;
+  if (lastHeard === null) return data.at_sample;
   duck = { at: data.at_sample, next: null };
   hearing.duck();
-  return Math.min(heardNow, data.at_sample);
+  return Math.min(lastHeard, data.at_sample);
+}
+
+function latencyHint(value) {
+  if (["interactive", "balanced", "playback"].includes(value)) return value;
+  const s = Number(value);
+  return value !== null && Number.isFinite(s) && s > 0 && s <= 2 ? s : "interactive";
 }
 
 // a setting in ms from the URL or the page: 0 unless a number from 0 to `most`
@@ -153,9 +165,13 @@ function frame(now) {
   const lead = LEAD_MS + lateGuardMs(displayMs);
   let sample = null;
   let errorMs = 0; // what the heard clock still gets wrong at speech onsets: the mouth eases
+  // the device's latency, followed at once while the mouth rests and slewed while it moves
+  const reading = reportedLatency(hearing.ctx);
+  latency.update(reading, now, avatar.mouthOpen < 0.05);
   if (clock) {
     clock.poll();
-    const samples = hearing.read();
+    clock.outputLatencyMs = latency.ms ?? 0;
+    const samples = hearing.read(reading.ms);
     if (samples) {
       // timed when rendered (see renderedAt), not at the frame's timestamp. (After an
       // interrupt the stream still carries speech that was cut: its onsets were cut from the
@@ -168,7 +184,8 @@ function frame(now) {
     }
     errorMs = calibration.offsetMs() ?? 0;
     sample = playhead.at(clock.sampleAt(seen + lead));
-    if (duck?.next != null && clock.sampleAt(now) >= Math.max(duck.at, duck.next - REOPEN_LEAD)) {
+    const rendered = clock.renderedSampleAt(now); // what passes the ducking now
+    if (duck?.next != null && rendered >= Math.max(duck.at, duck.next - REOPEN_LEAD)) {
       duck = null;
       hearing.open();
     }
@@ -243,8 +260,11 @@ function stats() {
     clock_uncertainty_ms: timesync.uncertaintyMs,
     render_scale: budget.scale,
     visemes_seen_share: visemes.seenShare(),
+    // when the browser reports no latency the page cannot know when it is heard: it says so
+    output_latency_ms: latency.source === "none" ? null : latency.ms,
   };
-  return Object.fromEntries(Object.entries(all).filter(([, v]) => Number.isFinite(v)));
+  const known = Object.entries(all).filter(([, v]) => Number.isFinite(v));
+  return { ...Object.fromEntries(known), output_latency_source: latency.source };
 }
 
 // `output()`: the audio the page plays, as a MediaStream; `heard()`: the WebAudio nodes the
