@@ -304,3 +304,15 @@ test("an onset at a burst's edge is found once, on time, through a jittery outpu
     assert.ok(Math.abs(cal.errors[0]) < 2, `burst ${onsetBurst}: ${cal.errors[0]} ms off`);
   }
 });
+
+test("the output timestamps start afresh for another device", () => {
+  const stamps = new OutputTimestamps();
+  // context time 0.9 s is played at 5000 ms: context time 0 at 4100 ms
+  const at = (performanceTime) => ({
+    currentTime: 1, getOutputTimestamp: () => ({ contextTime: 0.9, performanceTime }),
+  });
+  for (let t = 0; t < 500; t += 16) stamps.update(at(5000 + t / 1e6), t);
+  assert.ok(Math.abs(stamps.update(at(5000), 500) - 4100) < 0.01);
+  stamps.reset(); // a headset: the same context time is now played 300 ms later
+  assert.ok(Math.abs(stamps.update(at(5300), 516) - 4400) < 0.01);
+});

@@ -269,6 +269,9 @@ export class Hearing {
     this.gain.connect(this.tap);
     this.onchange = null; // called when the browser starts or stops letting audio play
     this.ctx.onstatechange = () => this.onchange?.();
+    // another output device presents on a clock of its own: its timestamps start afresh (the
+    // latency is read every frame, and the mouth moves to it smoothly: latency.js)
+    navigator.mediaDevices?.addEventListener?.("devicechange", () => this.timestamps.reset());
   }
 
   attach(stream) {
@@ -368,6 +371,11 @@ export class OutputTimestamps {
   constructor(windowMs = 1000) {
     this.windowMs = windowMs;
     this.readings = []; // {at, origin}
+    this.lastStamp = null;
+  }
+
+  reset() {
+    this.readings = [];
     this.lastStamp = null;
   }
 
