@@ -245,3 +245,16 @@ def test_no_rounding_drift(start: int) -> None:
 def test_frame_json() -> None:
     frame = VisemeFrame(sample=48_000, viseme="PP", duration=960)
     assert frame.to_json() == {"sample": 48_000, "viseme": "PP", "duration": 960, "weight": 1.0}
+
+
+def test_a_space_after_punctuation_is_more_of_the_pause_not_the_next_word():
+    # "Oh, all": the word space after the comma is silence too; given to the next word it
+    # opened the mouth for "all" a space's length (60-80 ms) before it sounded
+    phonemes = [("o", 1000), (",", 2000), (" ", 1500), ("ɔ", 900), (" ", 600), ("l", 700)]
+    track = visemes_from_alignment(phonemes, 0, SRC, DST)
+    assert [(f.viseme, f.sample) for f in track.frames][:3] == [
+        ("O", 0),
+        ("sil", scaled(1000)),
+        ("O", scaled(4500)),
+    ]
+    assert_tiles(track, 0, sum(n for _, n in phonemes))
