@@ -15,6 +15,7 @@ import numpy as np
 
 SILENT_SYMBOLS = {"^", "_", " ", "$"}
 LEAD_IN_PEAK = 100
+SOFT_START_MS = 30  # a first phoneme may open this long in silence ("w", "h"): cut too
 
 
 class SpeechFirst:
@@ -77,18 +78,22 @@ class SpeechFirst:
 
 
 def trim_lead_in(chunk: Any) -> Any:
-    """Drop the near-silent start of a chunk, within its leading silent phonemes.
+    """Drop the near-silent start of a chunk: its leading silent phonemes, and the silence a
+    soft first sound opens with.
 
     Piper opens every chunk with ~35 ms of silence ('^'); on an utterance's first chunk that is
-    pure latency. The cut never reaches into a sounding phoneme, so the alignment stays true.
+    pure latency. A first "w" or "h" may be silent for 20 ms more: cut within SOFT_START_MS, the
+    first frame sent carried no sound and first audio waited a frame longer. Every phoneme still
+    ends where it did, so the alignment stays true (the first starts where its sound does).
     """
     budget = 0
     for symbol, samples in chunk.phonemes:
         if symbol not in SILENT_SYMBOLS:
             break
         budget += int(samples)
+    budget += chunk.sample_rate * SOFT_START_MS // 1000
     loud = np.flatnonzero(np.abs(chunk.audio[:budget].astype(np.int32)) > LEAD_IN_PEAK)
-    cut = int(loud[0]) if len(loud) else budget
+    cut = int(loud[0]) if len(loud) else budget - chunk.sample_rate * SOFT_START_MS // 1000
     # keep a couple of milliseconds so the onset is not clipped
     cut = max(0, cut - chunk.sample_rate // 500)
     if cut == 0:

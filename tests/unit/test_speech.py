@@ -42,3 +42,19 @@ def test_llm_waits_between_tokens_while_a_phrase_is_pending():
     gate.speech_idle()
     llm.join(1)
     assert released
+
+
+def test_a_first_sound_that_opens_in_silence_is_trimmed_to_where_it_sounds():
+    # "w": the phoneme starts at 768, its sound 20 ms later: the first frame sent must sound
+    sr = 22_050
+    soft = 768 + sr // 50
+    audio = np.concatenate([np.zeros(soft, np.int16), np.full(1000, 5000, np.int16)])
+    chunk = FakeChunk(audio, sr, (("^", 768), ("w", len(audio) - 768)), "w")
+    out = trim_lead_in(chunk)
+    cut = len(audio) - len(out.audio)
+    assert soft - sr // 500 - 1 <= cut < soft  # a couple of ms before the sound
+    assert out.phonemes == (("w", len(out.audio)),)  # it ends where it did
+    # sound that starts later than that is not looked for: the '^' alone is cut
+    late = np.concatenate([np.zeros(768 + sr // 10, np.int16), np.full(1000, 5000, np.int16)])
+    out = trim_lead_in(FakeChunk(late, sr, (("^", 768), ("w", len(late) - 768)), "w"))
+    assert len(late) - len(out.audio) == 768 - sr // 500
