@@ -19,6 +19,7 @@ test: setup
 	$(VENV)/bin/pytest -v -rs --durations=10 playwright
 
 bench: setup
+	bash scripts/setup-pipecat.sh
 	$(VENV)/bin/allnighter bench latency
 	$(VENV)/bin/allnighter bench viewers
 	$(VENV)/bin/allnighter bench lipsync --seconds 20

@@ -56,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("what", choices=["latency", "viewers", "lipsync", "clock"])
     b.add_argument("--config", help="TOML settings file")
     b.add_argument("--lines", type=int, default=20, help="latency: lines and prompts each")
+    b.add_argument(
+        "--peer-lines", type=int, default=20, help="latency: lines spoken against the peer"
+    )
     b.add_argument("--viewers", default="10,25,50", help="viewers: counts to try")
     b.add_argument(
         "--seconds", type=float, default=60.0, help="viewers, lipsync: seconds per count"

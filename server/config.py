@@ -62,6 +62,10 @@ class StageConfig:
     # coarticulation: a viseme shorter than this stays in the mouth's shape, under the next
     # ones of the same word, this long after its start (TalkingHead's ~120 ms reads smoother)
     viseme_hold_ms: float = 0.0
+    # an utterance's first words are spoken from a synthesis of their own while the rest of
+    # its first sentence is synthesized (server/opening.py): first audio well before Piper
+    # has the whole sentence
+    opening: bool = True
 
 
 @dataclass
@@ -180,6 +184,8 @@ def load_config(path: str | Path | None = None, env: dict[str, str] | None = Non
         ms = getattr(cfg.stage, name)
         if not _number(ms) or not 0 <= ms <= most:
             raise ValueError(f"stage.{name} must be a number from 0 to {most}, not {ms!r}")
+    if not isinstance(cfg.stage.opening, bool):
+        raise ValueError("stage.opening must be true or false")
     fb = cfg.feedback
     if not _number(fb.flag_wer) or fb.flag_wer < 0:
         raise ValueError(f"feedback.flag_wer must be a number >= 0, not {fb.flag_wer!r}")

@@ -27,8 +27,16 @@ SNAP_MS = 40.0  # a voiced viseme this close after a sound onset in "silence" st
 VOWELS = {"aa", "E", "I", "O", "U"}  # open shapes: the mouth opens with their sound, not before
 
 
-def sound_onsets(pcm: np.ndarray, rate: int, quiet_ms: float = QUIET_MS) -> list[int]:
-    """Sample offsets in int16 `pcm` where sound starts (see the module's docstring)."""
+def sound_onsets(
+    pcm: np.ndarray, rate: int, quiet_ms: float = QUIET_MS, before: np.ndarray | None = None
+) -> list[int]:
+    """Sample offsets in int16 `pcm` where sound starts (see the module's docstring).
+    `before`: the speech placed just before it, where it goes on from it (the rest of a
+    sentence after its opening, opening.py): its first sound is no onset unless quiet leads
+    to it there too."""
+    if before is not None and len(before):
+        found = sound_onsets(np.concatenate([before, pcm]), rate, quiet_ms)
+        return [o - len(before) for o in found if o >= len(before)]
     x = np.abs(pcm.astype(np.int32))
     loud = np.flatnonzero(x > LOUD * 32768)
     if not len(loud):

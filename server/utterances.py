@@ -84,6 +84,8 @@ class Utterance:
     token_violations: int = 0  # of those, decoded slower than 3 frames (30 ms)
     first_token_ms: float | None = None  # fused time (ms) the first LLM token was decoded
     last_token_ms: float | None = None  # fused time (ms) the latest LLM token was decoded
+    synthesis_at: float | None = None  # its first phrase went to the TTS (monotonic)
+    first_chunk_at: float | None = None  # the TTS gave its first chunk of speech
     first_audio_at: float | None = None
     first_audio_sample: int | None = None
     end_sample: int | None = None
@@ -99,6 +101,16 @@ class Utterance:
         if self.first_audio_at is None:
             return None
         return self.first_audio_at - self.accepted_at
+
+    def first_audio_steps(self) -> dict[str, float] | None:
+        """Where text-to-first-audio went (ms): to the TTS (queue, LLM tokens, phrase window),
+        the TTS's first chunk, then placing it and sending its first voiced frame."""
+        marks = (self.accepted_at, self.synthesis_at, self.first_chunk_at, self.first_audio_at)
+        if any(m is None for m in marks):
+            return None
+        names = ("to_synthesis", "synthesis", "to_send")
+        steps = zip(names, marks, marks[1:], strict=False)  # three steps between four marks
+        return {n: round((b - a) * 1000, 1) for n, a, b in steps}
 
     def to_json(self) -> dict:
         ttfa = self.text_to_first_audio
@@ -116,6 +128,7 @@ class Utterance:
             "last_token_ms": self.last_token_ms,
             "state": str(self.state),
             "text_to_first_audio_ms": None if ttfa is None else round(ttfa * 1000, 1),
+            "first_audio_steps_ms": self.first_audio_steps(),
             "start_sample": self.first_audio_sample,
             "end_sample": self.end_sample,
             "error": self.error,

@@ -28,7 +28,7 @@ class ToneTTS:
         self.running = threading.Event()
         self.running.set()
 
-    def speak(self, text: str, style: object = None) -> Iterator[FakeChunk]:
+    def speak(self, text: str, style: object = None, urgent: bool = False) -> Iterator[FakeChunk]:
         self.running.wait()
         sr = self.sample_rate
         gap, word = int(0.1 * sr), int(0.2 * sr)

@@ -1,10 +1,16 @@
-"""`allnighter bench latency`: text to first audio through the whole pipeline, beside its floor.
+"""`allnighter bench latency`: text to first audio through the whole pipeline, beside its floor,
+and against a peer.
 
 Pipeline: a host's line accepted over HTTP → its first non-silent frame leaving for viewers
 (measured by the broadcast itself). Floor, measured in the same run on the same model objects
 while the server is idle: for verbatim lines, Piper's first chunk alone (with alignments); for
 chat prompts, the LLM's first phrase plus Piper's first chunk of it. The overhead is what the
 stage, the phrase window, resampling, scheduling and the broadcast add on top.
+
+Then the 20 verbatim lines against pipecat's in-process Piper path (peer.py): Allnighter as
+shipped, opening each line with its first words (server/opening.py), at the server and at a
+WebRTC viewer; Allnighter again with the opening off (Piper's whole first sentence, the
+baseline); and pipecat, in a virtual environment of its own, with the same voice and lines.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from typing import Any
 from server.config import load_config
 
 from .harness import LiveServer, say, until_final
+from .peer import first_audio_tables, measure_allnighter, measure_pipecat
 from .table import median, pct, render
 
 VERBATIM = [
@@ -122,10 +129,11 @@ def _first_sentence_floor(tts: Any, text: str) -> float:
     return _floor_verbatim(tts, text.split(". ")[0] + ".")
 
 
-def run(n: int, config: str | None) -> str:
+def run(n: int, config: str | None, peer_lines: int = len(VERBATIM)) -> str:
     cfg = load_config(config, env={"ALLNIGHTER_HOST_TOKEN": "bench"})
     srv = LiveServer(cfg).start(ready_timeout=900)
     try:
+        ours = measure_allnighter(srv, VERBATIM[:peer_lines], _settle, _say_and_wait)
         stage = srv.app["live"]["stage"]
         llm, tts, role = stage.llm, stage.tts, cfg.roles[0]
         rows: dict[str, dict[str, list[float]]] = {}
@@ -160,6 +168,8 @@ def run(n: int, config: str | None) -> str:
         )
     finally:
         srv.stop()
+    # the peer on the same lines, with the server gone: it has the machine to itself, as ours had
+    peer = first_audio_tables(ours, measure_pipecat(VERBATIM[:peer_lines]))
 
     table = []
     for kind, r in rows.items():
@@ -186,23 +196,28 @@ def run(n: int, config: str | None) -> str:
                 median(ratios),
             ]
         )
-    return render(
-        "bench latency: text to first audio (ms), pipeline vs floor in the same run",
+    return "\n\n".join(
         [
-            "lines",
-            "n",
-            "pipeline p50",
-            "pipeline p95",
-            "floor",
-            "floor p50",
-            "floor p95",
-            "overhead p50 (paired)",
-            "ratio p50 (paired)",
-        ],
-        table,
+            peer,
+            render(
+                "bench latency: text to first audio (ms), pipeline vs floor in the same run",
+                [
+                    "lines",
+                    "n",
+                    "pipeline p50",
+                    "pipeline p95",
+                    "floor",
+                    "floor p50",
+                    "floor p95",
+                    "overhead p50 (paired)",
+                    "ratio p50 (paired)",
+                ],
+                table,
+            ),
+        ]
     )
 
 
 def main(args: argparse.Namespace) -> int:
-    print(run(args.lines, args.config))
+    print(run(args.lines, args.config, min(args.peer_lines, len(VERBATIM))))
     return 0

@@ -23,13 +23,26 @@ def allnighter(*args: str, timeout: float = 600) -> str:
 
 
 def test_bench_latency_prints_pipeline_floor_and_ratio_rows():
-    out = allnighter("latency", "--lines", "1")
+    out = allnighter("latency", "--lines", "1", "--peer-lines", "2")
     assert "ratio p50 (paired)" in out
-    rows = [ln for ln in out.splitlines() if ln.startswith("|") and "---" not in ln][1:]
+    tables = [t for t in out.split("\n\n") if t.count("|") > 10]
+    floors = next(t for t in tables if "floor p50" in t)
+    rows = [ln for ln in floors.splitlines() if ln.startswith("|") and "---" not in ln][1:]
     assert [r.split("|")[1].strip() for r in rows] == ["verbatim", "chat", "long first sentence"]
     for r in rows:
         cells = [c.strip() for c in r.split("|")[1:-1]]
         assert float(cells[2]) > 0 and float(cells[5]) > 0  # pipeline and floor p50 measured
+    # the same lines opened and whole, at the server and at a WebRTC viewer, beside the peer
+    # where it is installed, and where the time went
+    peer = next(t for t in tables if "measured at" in t)
+    rows = [r for r in peer.splitlines() if r.startswith("|") and "---" not in r]
+    cells = [[c.strip() for c in r.split("|")[1:-1]] for r in rows]
+    got = {(c[0], c[1]): c for c in cells if len(c) == 5}
+    for path in ("Allnighter, opening (as shipped)", "Allnighter, whole first sentence"):
+        for where in ("server", "viewer"):
+            assert got[path, where][2] == "2" and float(got[path, where][3]) > 0, got
+    assert "opening (as shipped) / whole first sentence, at the server" in out
+    assert "where first audio's time goes" in out and "word error rate" in out
 
 
 def test_bench_viewers_prints_loss_and_cpu_per_viewer():

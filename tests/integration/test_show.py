@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import aiohttp
 import numpy as np
@@ -79,6 +80,43 @@ def test_the_viewer_hears_sound_start_where_the_server_says_and_the_mouth_opens_
     assert len(vowels) >= 2, opening
     for voiced, onset in vowels:
         assert abs(voiced["sample"] - onset) <= 240, (voiced, onset)
+
+
+def test_an_opening_and_the_rest_of_its_sentence_meet_on_the_broadcast_without_a_gap(show):
+    """The first words from a synthesis of their own, the rest placed right after them: the
+    viewer hears the sentence through, no silence where they meet beyond a word's own."""
+    line = "Welcome all of you to our show."  # "all of": voiced through
+
+    async def run():
+        v, u, _ = await hear(show, line)
+        events = [d for d in v.named("utterance") if d["id"] == u["id"]]
+        heard = v.audio(u["start_sample"], u["end_sample"])
+        await v.close()
+        return u, events, heard
+
+    u, events, heard = asyncio.run(run())
+    assert [e["text"] for e in events] == ["Welcome all", "of you to our show."]
+    opening, rest = events
+    assert rest["start_sample"] == opening["end_sample"], "the rest was not placed right after"
+    at = opening["end_sample"] - u["start_sample"]
+    span = 80 * 48  # 80 ms either side
+    quiet = np.abs(heard[at - span : at + span].astype(np.int32)) <= 100
+    assert quiet.sum() / 48 <= 60, f"{quiet.sum() / 48:.0f} ms of silence where they meet"
+    steps = u["first_audio_steps_ms"]
+    assert steps and all(ms >= 0 for ms in steps.values()), steps
+    # the ASR feedback heard the two as one phrase, where they meet, and understood it
+    feedback = show.app["live"]["feedback"]
+    wait_sync(lambda: any(c.utterance_id == u["id"] for c in feedback.results))
+    checks = [c for c in feedback.results if c.utterance_id == u["id"]]
+    assert [c.text for c in checks] == [line], checks
+    assert checks[0].wer <= 0.25, checks
+
+
+def wait_sync(ready, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not ready():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
 
 
 def test_chat_prompt_is_answered_and_spoken(show):

@@ -93,3 +93,13 @@ def test_split_sentences() -> None:
 def test_missing_explicit_voice_names_the_setting(tmp_path: Path) -> None:
     with pytest.raises(ModelNotFound, match="Piper voice"):
         PiperSpeaker(voice_path=tmp_path / "nope.onnx")
+
+
+@pytest.mark.models
+def test_urgent_synthesis_speaks_the_same_with_exact_alignments(speaker: PiperSpeaker) -> None:
+    calm = list(speaker.speak("Welcome back to", urgent=False))
+    urgent = list(speaker.speak("Welcome back to", urgent=True))
+    assert len(calm) == len(urgent) == 1
+    assert [p for p, _ in urgent[0].phonemes] == [p for p, _ in calm[0].phonemes]
+    assert sum(n for _, n in urgent[0].phonemes) == len(urgent[0].audio)
+    assert rms(urgent[0].audio) > 300
