@@ -40,9 +40,22 @@ class PhraseTap:
         self._deliver = deliver  # (utterance_id, text, pcm, start, chunk), as SpeechFeedback.check
         self._pending: deque[_Phrase] = deque(maxlen=MAX_PENDING)
 
-    def expect(self, utterance_id: str, text: str, start: int, samples: int, chunk: Any) -> None:
-        pcm = np.zeros(samples, np.int16)
-        self._pending.append(_Phrase(utterance_id, text, start, chunk, pcm))
+    def expect(self, utterance_id: str, text: str, start: int, samples: int, chunk: Any) -> _Phrase:
+        """Gather [start, start + samples): call before it is placed, so no frame of it is
+        sent before it is expected."""
+        phrase = _Phrase(utterance_id, text, start, chunk, np.zeros(samples, np.int16))
+        self._pending.append(phrase)
+        return phrase
+
+    def extend(self, phrase: _Phrase, start: int, samples: int, text: str, chunk: Any) -> bool:
+        """Make an expected phrase go on over [start, start + samples), right after it, as
+        `text` and `chunk` (an opening and the rest of its sentence, heard as one); False when
+        it has been handed on already or does not end there."""
+        if phrase not in self._pending or phrase.end != start:
+            return False
+        phrase.pcm = np.concatenate([phrase.pcm, np.zeros(samples, np.int16)])
+        phrase.text, phrase.chunk = text, chunk
+        return True
 
     def frame(self, start: int, pcm: np.ndarray) -> None:
         """One emitted frame: its first broadcast sample and its samples."""

@@ -43,3 +43,19 @@ def test_an_interrupted_utterance_is_not_checked():
     for start in range(FRAME, 5 * FRAME, FRAME):
         tap.frame(start, np.ones(FRAME, np.int16))
     assert [g[0] for g in got] == ["kept"]
+
+
+def test_an_opening_goes_on_with_the_rest_of_its_sentence_as_one_phrase():
+    sound = np.arange(10 * FRAME, dtype=np.int16)
+    got = []
+    tap = PhraseTap(lambda *args: got.append(args))
+    opening = tap.expect("u1", "Welcome back", 0, 1500, chunk="head")
+    broadcast(sound, tap, FRAME)  # its first frame left before the rest was synthesized
+    assert tap.extend(opening, 1500, 2500, "Welcome back to the show.", chunk="both")
+    broadcast(sound, tap, 10 * FRAME)
+    assert [(g[1], g[3], g[4]) for g in got] == [("Welcome back to the show.", 0, "both")]
+    assert np.array_equal(got[0][2], sound[:4000])  # the first frame too
+    # handed on already, or not right after it: not extended
+    assert not tap.extend(opening, 4000, 100, "late", chunk=None)
+    other = tap.expect("u2", "Hi", 5000, 500, chunk=None)
+    assert not tap.extend(other, 5600, 100, "gap", chunk=None)
