@@ -44,9 +44,9 @@ def test_each_line_starts_with_mouth_and_sound_together(
     browser: Browser, show: LiveServer, query: str, lines: int
 ):
     got = measure_page(browser, show, show.url + "/" + query, lines, f"lip-sync test {query}")
-    page, probe, gaps = got["page, each line"], got["probe"], got["probe − page"]
+    page, probe, gaps = got["page, each line"], got["probe, each line"], got["probe − page"]
     print(f"page, each line: {[round(ms, 1) for ms in page]}")
-    print(f"probe, each onset at the speakers: {[round(ms, 1) for ms in probe]}")
+    print(f"probe, each line at the speakers: {[round(ms, 1) for ms in probe]}")
     print(f"probe, each onset as rendered: {[round(ms, 1) for ms in got['probe, at render']]}")
     print(f"probe − page, same line: {[round(ms, 1) for ms in gaps]}")
     print(f"the page drew {got['fps reported']} fps; its output latency {got['latency']}")

@@ -161,6 +161,9 @@ def measure_page(browser, srv: LiveServer, url: str, n: int, label: str = "") ->
         "page, each line": [line_offset(u) for u in each_line],
         "page, every onset": [ms for r in reports for ms in r.get("lipsync_onsets_ms", [])],
         "probe − page": [p - q for p, q in matched(each_line, probed)],
+        # the probe's own figure at each line's start the page reported (an onset after a
+        # shorter pause, which the page does not report, may pair with a later opening)
+        "probe, each line": [p for p, _ in matched(each_line, probed)],
         "errors": errors,
         "fps": stats.get("fps"),
         "fps reported": [r["fps"] for r in reports if "fps" in r],

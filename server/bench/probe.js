@@ -31,8 +31,9 @@
       ctx = nodes.context;
       // longer than a frame down to 12 fps and than what the context renders at once (its
       // base latency: 186 ms with a quarter-second hint), so no onset falls between two reads
+      const needed = (((ctx.baseLatency || 0) * 1000 + 70) * ctx.sampleRate) / 1000;
       let size = 4096;
-      while (size < 32768 && size < (((ctx.baseLatency || 0) * 1000 + 70) * ctx.sampleRate) / 1000) size *= 2;
+      while (size < 32768 && size < needed) size *= 2;
       analyser = ctx.createAnalyser();
       analyser.fftSize = size;
       buf = new Float32Array(size);

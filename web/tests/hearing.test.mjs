@@ -270,7 +270,7 @@ test("a context that renders a quarter second at once: its buffers are still tim
   assert.equal(analyserSize({ sampleRate: 48000 }), 4096);
 });
 
-test("an onset at a burst's edge is found once, on time, through a jittery output timestamp", () => {
+test("an onset at a burst's edge is found once and on time, through jittery timestamps", () => {
   // latencyHint 0.05 in Chromium: 2507-sample bursts, 212 ms of latency, and each output
   // timestamp up to 8 ms off the line the others lie on
   const burst = 2507;

@@ -245,9 +245,9 @@ export class OnsetCalibration {
  * context, LOOKAHEAD_MS before a delay line lets it on to the output device, whose own
  * buffering (the context's output latency, read every frame: latency.js) comes before the
  * viewer hears it. `latencyHint` is the context's (`?latency=` sets it, to test a device as
- * slow as a Bluetooth headset). It is the context that plays: each context takes a stream through its own
- * buffer, and two on one stream were found up to 24 ms apart, by session, so a meter elsewhere
- * would time a sound the viewer does not hear then.
+ * slow as a Bluetooth headset). It is the context that plays: each context takes a stream
+ * through its own buffer, and two on one stream were found up to 24 ms apart, by session, so
+ * a meter elsewhere would time a sound the viewer does not hear then.
  */
 export class Hearing {
   constructor(audioElement, latencyHint = "interactive") {
