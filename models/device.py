@@ -7,9 +7,21 @@ Adapters take device="auto" | "cpu" | "cuda"; "auto" asks the runtime in questio
 
 from __future__ import annotations
 
+import contextlib
+import os
+import threading
 from collections.abc import Callable
 
 DEVICES = ("auto", "cpu", "cuda")
+
+
+def lower_priority(step: int) -> None:
+    """This thread, and the threads it starts from now on, `step` nice values lower than it ran
+    (Linux keeps nice values per thread; elsewhere nothing changes). Added to what the thread
+    inherited, so a server run under `nice` keeps the same order among its threads."""
+    with contextlib.suppress(OSError, AttributeError):
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + step))
 
 
 def torch_device() -> str:

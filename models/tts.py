@@ -10,7 +10,6 @@ Blocking API, meant to be driven from an executor thread; no asyncio here.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import threading
@@ -26,7 +25,7 @@ from piper.patch_voice_with_alignment import add_alignment_output
 from piper.voice import AudioChunk
 
 from models.catalogue import existing_file, packaged_piper_voice
-from models.device import onnx_cuda, resolve
+from models.device import lower_priority, onnx_cuda, resolve
 
 
 @dataclass(frozen=True)
@@ -154,10 +153,7 @@ def _built_lower(build, step: int):
     out: list = []
 
     def run() -> None:
-        with contextlib.suppress(OSError, AttributeError):
-            tid = threading.get_native_id()
-            nice = min(19, os.getpriority(os.PRIO_PROCESS, tid) + step)
-            os.setpriority(os.PRIO_PROCESS, tid, nice)
+        lower_priority(step)
         out.append(build())
 
     thread = threading.Thread(target=run, name="piper-urgent-build")

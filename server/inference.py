@@ -7,24 +7,15 @@ calls to one model are serialised (the model objects are not thread-safe).
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
 import threading
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from models.device import lower_priority  # noqa: F401 (the benches take it from here too)
+
 T = TypeVar("T")
 _DONE = object()
-
-
-def lower_priority(step: int) -> None:
-    """This thread, and the threads it starts from now on, `step` nice values lower than it ran
-    (Linux keeps nice values per thread; elsewhere nothing changes). Added to what the thread
-    inherited, so a server run under `nice` keeps the same order among its threads."""
-    with contextlib.suppress(OSError, AttributeError):
-        tid = threading.get_native_id()
-        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + step))
 
 
 class ModelThread:
