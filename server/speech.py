@@ -86,14 +86,14 @@ def trim_lead_in(chunk: Any) -> Any:
     first frame sent carried no sound and first audio waited a frame longer. Every phoneme still
     ends where it did, so the alignment stays true (the first starts where its sound does).
     """
-    budget = 0
+    silent = 0
     for symbol, samples in chunk.phonemes:
         if symbol not in SILENT_SYMBOLS:
             break
-        budget += int(samples)
-    budget += chunk.sample_rate * SOFT_START_MS // 1000
-    loud = np.flatnonzero(np.abs(chunk.audio[:budget].astype(np.int32)) > LEAD_IN_PEAK)
-    cut = int(loud[0]) if len(loud) else budget - chunk.sample_rate * SOFT_START_MS // 1000
+        silent += int(samples)
+    soft = chunk.sample_rate * SOFT_START_MS // 1000
+    loud = np.flatnonzero(np.abs(chunk.audio[: silent + soft].astype(np.int32)) > LEAD_IN_PEAK)
+    cut = int(loud[0]) if len(loud) else silent
     # keep a couple of milliseconds so the onset is not clipped
     cut = max(0, cut - chunk.sample_rate // 500)
     if cut == 0:
