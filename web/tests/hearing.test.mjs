@@ -5,6 +5,7 @@ import { test } from "node:test";
 import {
   HeardClock, OnsetCalibration, OutputTimestamps, analyserSize, renderedAt,
 } from "../static/stage/hearing.js";
+import { reportedLatency } from "../static/stage/latency.js";
 
 const MS = 48;
 
@@ -241,17 +242,22 @@ test("an onset heard before its announcement is matched when the announcement co
   assert.equal(late.anchorMs(), null);
 });
 
+/** renderedAt as the page calls it: with the latency its context reports, from one reading. */
+function timed(ctx, now, latencyMs = reportedLatency(ctx).ms) {
+  return renderedAt(ctx, now, latencyMs, new OutputTimestamps().update(ctx, now));
+}
+
 test("a buffer is timed when the context rendered its newest sample, not when it was read", () => {
   // output timestamp: context time 10.000 s is played at 5000 ms; rendering runs 42 ms ahead
   const ctx = { currentTime: 10.05, baseLatency: 0.01, outputLatency: 0.032,
     getOutputTimestamp: () => ({ contextTime: 10, performanceTime: 5000 }) };
   // 10.05 s is played at 5050 ms and was rendered 42 ms before: read at 5015 ms, 7 ms stale
-  assert.ok(Math.abs(renderedAt(ctx, 5015) - 5008) < 1e-9, String(renderedAt(ctx, 5015)));
+  assert.ok(Math.abs(timed(ctx, 5015) - 5008) < 1e-9, String(timed(ctx, 5015)));
   // before the context plays, or with a mapping from the future or long gone: the read's time
-  assert.equal(renderedAt({ ...ctx, getOutputTimestamp: () => ({ contextTime: 0, performanceTime: 0 }) }, 5015), 5015);
-  assert.equal(renderedAt(ctx, 5000), 5000);
-  assert.equal(renderedAt(ctx, 5200), 5200);
-  assert.equal(renderedAt({ currentTime: 1 }, 77), 77);
+  assert.equal(timed({ ...ctx, getOutputTimestamp: () => ({ contextTime: 0, performanceTime: 0 }) }, 5015), 5015);
+  assert.equal(timed(ctx, 5000), 5000);
+  assert.equal(timed(ctx, 5200), 5200);
+  assert.equal(timed({ currentTime: 1 }, 77), 77);
 });
 
 test("a context that renders a quarter second at once: its buffers are still timed", () => {
@@ -260,10 +266,10 @@ test("a context that renders a quarter second at once: its buffers are still tim
   const ctx = { currentTime: 20.0, baseLatency: 0.186, outputLatency: 0.56, sampleRate: 48000,
     getOutputTimestamp: () => ({ contextTime: 19.263, performanceTime: 9000 }) };
   // 20.0 s is played at 9737 ms, rendered 746 ms before: at 8991 ms, read 150 ms later
-  assert.ok(Math.abs(renderedAt(ctx, 9141) - 8991) < 1e-6, String(renderedAt(ctx, 9141)));
+  assert.ok(Math.abs(timed(ctx, 9141) - 8991) < 1e-6, String(timed(ctx, 9141)));
   // timed by the figure the page passes (the output timestamp's lag, where none is reported)
-  assert.ok(Math.abs(renderedAt(ctx, 9141, 737) - 9000) < 1e-6);
-  assert.equal(renderedAt(ctx, 9600), 9600); // older than two bursts and more: not believed
+  assert.ok(Math.abs(timed(ctx, 9141, 737) - 9000) < 1e-6);
+  assert.equal(timed(ctx, 9600), 9600); // older than two bursts and more: not believed
   // its analyser spans a burst and a frame: no sample falls between two reads
   assert.equal(analyserSize(ctx), 16384);
   assert.equal(analyserSize({ baseLatency: 0.01, sampleRate: 48000 }), 4096);

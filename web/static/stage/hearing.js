@@ -346,13 +346,11 @@ export class Hearing {
  * a quarter second), so a buffer read at performance.now() ends up to a burst before then, by
  * read; timed at the read, onsets came out that much late, at random. The context's output
  * timestamp maps context time to when it is played (`origin`: when context time 0 is, as
- * OutputTimestamps smooths it; one reading by default), and the newest sample is played the
+ * OutputTimestamps gives it, null before it knows), and the newest sample is played the
  * output latency (`latencyMs`, base and output) after it is rendered. Falls back on the
  * read's own time until the context plays.
  */
-export function renderedAt(
-  ctx, now = performance.now(), latencyMs = defaultLatencyMs(ctx), origin = instantOrigin(ctx),
-) {
+export function renderedAt(ctx, now, latencyMs, origin) {
   if (origin === null || !Number.isFinite(ctx.currentTime)) return now;
   const at = origin + ctx.currentTime * 1000 - latencyMs;
   // a mapping that says the sample is from the future, or older than a burst and a frame or
@@ -393,16 +391,6 @@ export class OutputTimestamps {
     }
     return this.readings.length ? median(this.readings.map((r) => r.origin)) : null;
   }
-}
-
-function instantOrigin(ctx) {
-  const ts = ctx.getOutputTimestamp?.();
-  if (!ts || !(ts.performanceTime > 0) || !Number.isFinite(ts.contextTime)) return null;
-  return ts.performanceTime - ts.contextTime * 1000;
-}
-
-function defaultLatencyMs(ctx) {
-  return ((ctx.baseLatency || 0) + (ctx.outputLatency || 0)) * 1000;
 }
 
 // how much the audio thread renders at once: its base latency, about
