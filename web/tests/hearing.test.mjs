@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import {
-  HeardClock, OnsetCalibration, OutputTimestamps, analyserSize, renderedAt,
+  HeardClock, OnsetCalibration, OutputTimestamps, Timeline, analyserSize, renderedAt,
 } from "../static/stage/hearing.js";
 import { reportedLatency } from "../static/stage/latency.js";
 
@@ -85,6 +85,49 @@ test("what is rendered is heard the output latency later", () => {
   assert.equal(clock.sampleAt(1342), (1200 - 60) * MS);
   clock.outputLatencyMs = 746; // a quarter-second latency hint in Chromium: 186 + 560 ms
   assert.equal(clock.sampleAt(2046), (1200 - 60) * MS);
+});
+
+test("a sample is heard as it was mapped when it entered, though the buffer stepped since", () => {
+  const rx = fakeReceiver();
+  const clock = new HeardClock(rx, 0, 100);
+  clock.outputLatencyMs = 746;
+  for (rx.now = 1000; rx.now <= 2000; rx.now += 20) clock.poll();
+  const before = (2000 - 60) * MS; // what entered at 2000
+  rx.delay = 160; // then the jitter buffer grew by 100 ms as speech started
+  for (; rx.now <= 2400; rx.now += 20) clock.poll();
+  // heard 846 ms after it entered: by the mapping of its own time, not of the step's
+  assert.equal(clock.sampleAt(2000 + 846), before);
+  // what entered after the step is heard by the step, from its first reading on
+  assert.equal(clock.sampleAt(2020 + 846), (2020 - 160) * MS);
+  assert.equal(clock.sampleAt(2400 + 846), (2400 - 160) * MS);
+});
+
+test("an anchor moves what entered from its onset's quiet on, not what is still to be heard", () => {
+  const rx = fakeReceiver();
+  const clock = new HeardClock(rx, 0, 100);
+  clock.outputLatencyMs = 746;
+  for (rx.now = 1000; rx.now <= 3000; rx.now += 20) clock.poll();
+  clock.calibrationMs = 5;
+  clock.calibrate(25, 2500); // an onset at 2550 ms, found now (3000): the last line still plays
+  assert.equal(clock.calibrationMs, 25);
+  assert.equal(clock.sampleAt(2400 + 846), (2400 - 60 - 5) * MS);
+  assert.equal(clock.sampleAt(2550 + 846), (2550 - 60 - 25) * MS);
+  clock.calibrate(25, 2900); // the same anchor again changes nothing
+  assert.equal(clock.sampleAt(2600 + 846), (2600 - 60 - 25) * MS);
+});
+
+test("a timeline keeps what was in force at each moment, a later finding replacing it", () => {
+  const line = new Timeline();
+  assert.equal(line.at(0), undefined);
+  line.set(100, "a");
+  line.set(200, "b");
+  line.set(300, "c");
+  assert.deepEqual([line.at(50), line.at(100), line.at(250), line.at(999)], ["a", "a", "b", "c"]);
+  line.set(150, "d"); // found later to hold from 150
+  assert.deepEqual([line.at(120), line.at(150), line.at(300)], ["a", "d", "d"]);
+  line.set(400, "e", 350); // forgets what ended before 350, bar what was in force then
+  assert.deepEqual(line.points.map((p) => p.value), ["d", "e"]);
+  assert.equal(line.last(), "e");
 });
 
 /**

@@ -46,9 +46,21 @@ const STEP_READINGS = 3;
 const STEP_MS = 20;
 
 /**
+ * How far back the clock keeps its mappings (ms): a sample is heard the look-ahead and the
+ * output latency after it enters (up to 5 s: latency.js), by the mapping in force then.
+ */
+const HISTORY_MS = 6000;
+
+/**
  * Maps performance.now() to the broadcast sample entering the page's audio context (raw), to
- * the one it renders out of the look-ahead `lookaheadMs` later, anchored by `calibrationMs`,
+ * the one it renders out of the look-ahead `lookaheadMs` later, anchored by the calibration,
  * and to the one being heard, leaving the speakers `outputLatencyMs` after that.
+ *
+ * A sample is mapped by what was known of the time it entered, not of the time it is heard:
+ * the jitter buffer stretches as speech starts, and each onset moves the anchor, but what has
+ * entered the page by then is not stretched or moved any more. Mapped by the figures of the
+ * moment it was heard (845 ms later with a quarter-second latency hint, 142 ms here), the
+ * mouth jumped by a step that long before the sound did: a line's start was drawn 21 ms late.
  */
 export class HeardClock {
   constructor(receiver, rtpBase, lookaheadMs = 0) {
@@ -57,16 +69,37 @@ export class HeardClock {
     this.lookaheadMs = lookaheadMs;
     this.readings = []; // {stamp, offset}: broadcast sample − ms·48 at each playout reading
     this.median = null;
+    this.mappings = new Timeline(); // the median in force from each reading's time on
+    this.calibrations = new Timeline(); // the anchor (ms) in force from each onset's quiet on
+    this.calibrations.set(-Infinity, 0);
     this.lastStamp = null;
     this.lastRel = null;
     this.unwrapped = 0;
-    this.calibrationMs = 0;
     this.outputLatencyMs = 0; // the page sets it every frame (OutputLatency)
   }
 
   /** How long after a sample enters the page it is heard: the look-ahead, then the device. */
   get heardDelayMs() {
     return this.lookaheadMs + this.outputLatencyMs;
+  }
+
+  /** The calibration in force for what enters now (ms). */
+  get calibrationMs() {
+    return this.calibrations.last();
+  }
+
+  /** A calibration for everything, heard or to be heard (a new stream's first one). */
+  set calibrationMs(ms) {
+    this.calibrations = new Timeline();
+    this.calibrations.set(-Infinity, ms);
+  }
+
+  /**
+   * Anchor what enters from performance time `from` on (the quiet before the onset the anchor
+   * was measured at) by `ms`: what entered before is still heard as it was mapped.
+   */
+  calibrate(ms, from) {
+    if (ms !== this.calibrations.at(from)) this.calibrations.set(from, ms, from - HISTORY_MS);
   }
 
   /** Take the newest playout reading; call once per animation frame. */
@@ -87,8 +120,15 @@ export class HeardClock {
     while (this.readings.length > MIN_READINGS && this.readings[0].stamp < stamp - WINDOW_MS) {
       this.readings.shift();
     }
-    if (this.#stepped()) this.readings.splice(0, this.readings.length - STEP_READINGS);
+    // a step holds from its first reading on: what entered since is mapped by it (it is heard
+    // a look-ahead later, so it is not too late for that)
+    let from = stamp;
+    if (this.#stepped()) {
+      this.readings.splice(0, this.readings.length - STEP_READINGS);
+      from = this.readings[0].stamp;
+    }
     this.median = median(this.readings.map((r) => r.offset));
+    this.mappings.set(from, this.median, stamp - HISTORY_MS);
   }
 
   #stepped() {
@@ -108,10 +148,10 @@ export class HeardClock {
 
   /**
    * The broadcast sample entering the audio context at performance time `now`, by the playout
-   * readings alone (null until known): what the look-ahead meter hears then.
+   * readings alone as they stood then (null until known): what the look-ahead meter hears.
    */
   rawSampleAt(now) {
-    return this.median === null ? null : now * PER_MS + this.median;
+    return this.median === null ? null : now * PER_MS + this.mappings.at(now);
   }
 
   /**
@@ -119,13 +159,50 @@ export class HeardClock {
    * what passes the page's interrupt ducking then.
    */
   renderedSampleAt(now) {
-    const raw = this.rawSampleAt(now - this.lookaheadMs);
-    return raw === null ? null : Math.round(raw - this.calibrationMs * PER_MS);
+    const entered = now - this.lookaheadMs;
+    const raw = this.rawSampleAt(entered);
+    return raw === null ? null : Math.round(raw - this.calibrations.at(entered) * PER_MS);
   }
 
   /** The broadcast sample being heard at performance time `now`: it left the speakers then. */
   sampleAt(now) {
     return this.renderedSampleAt(now - this.outputLatencyMs);
+  }
+}
+
+/**
+ * A value that changes over time: the one in force at any moment of the last few seconds.
+ * Setting one from a moment replaces what was set from then on (a later finding about the
+ * same moments).
+ */
+export class Timeline {
+  constructor() {
+    this.points = []; // {from, value}, sorted by from
+  }
+
+  /** `value` from `from` on; what was in force before `forget` is dropped, bar the last. */
+  set(from, value, forget = -Infinity) {
+    while (this.points.length && this.points.at(-1).from >= from) this.points.pop();
+    if (this.points.at(-1)?.value !== value) this.points.push({ from, value });
+    let old = 0;
+    while (old + 1 < this.points.length && this.points[old + 1].from <= forget) old++;
+    if (old) this.points.splice(0, old);
+  }
+
+  /** The value in force at `t` (before the first, the first's; undefined when empty). */
+  at(t) {
+    let lo = 0;
+    let hi = this.points.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.points[mid].from <= t) lo = mid + 1;
+      else hi = mid;
+    }
+    return this.points[Math.max(0, lo - 1)]?.value;
+  }
+
+  last() {
+    return this.points.at(-1)?.value;
   }
 }
 
@@ -148,6 +225,7 @@ export class OnsetCalibration {
     this.lastNow = null; // the end of the samples already looked at
     this.errors = []; // raw clock error (ms) at each matched onset
     this.anchor = null; // the latest error taken as the clock's correction
+    this.anchorFrom = null; // what it corrects: what entered from the quiet before its onset on
     this.due = []; // {at, sample}: matched onsets not yet heard
     this.waiting = []; // onset times heard ahead with no announcement (yet) near them
     this.residuals = []; // the clock's error at each onset as it was heard
@@ -207,7 +285,10 @@ export class OnsetCalibration {
     // an onset paired with the wrong announcement would move the clock a syllable: one found
     // only far from the anchor is not taken alone, but a second that agrees with it is
     const near = (x) => x !== undefined && x !== null && Math.abs(error - x) <= this.gateMs;
-    if (this.anchor === null || close !== null || near(this.errors.at(-1))) this.anchor = error;
+    if (this.anchor === null || close !== null || near(this.errors.at(-1))) {
+      this.anchor = error;
+      this.anchorFrom = onsetTime - this.quietMs / 2;
+    }
     this.errors.push(error);
     if (this.errors.length > this.keep) this.errors.shift();
     // heard a look-ahead and the output latency after it entered: judged then, by the clock then

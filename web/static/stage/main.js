@@ -177,10 +177,13 @@ function frame(now) {
       // interrupt the stream still carries speech that was cut: its onsets were cut from the
       // timeline too, so nothing is matched with them.)
       calibration.step(samples, hearing.readEnd, clock, visemes, hearing.perMs);
-      // the onset is found a look-ahead before it is heard, in the quiet before it: the
-      // clock moves at once, and the viewer sees no jump
+      // the onset is found a look-ahead before it is heard: the clock moves for what entered
+      // from the quiet before it on, and the viewer sees no jump
       const anchor = calibration.anchorMs();
-      if (CALIBRATE && anchor !== null) clock.calibrationMs = calibrationMs = anchor;
+      if (CALIBRATE && anchor !== null) {
+        clock.calibrate(anchor, calibration.anchorFrom);
+        calibrationMs = anchor;
+      }
     }
     errorMs = calibration.offsetMs() ?? 0;
     sample = playhead.at(clock.sampleAt(seen + lead));
