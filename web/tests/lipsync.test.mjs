@@ -290,3 +290,22 @@ test("the lips lead by what half a frame exceeds the late budget, and only then"
   assert.equal(lateGuardMs(5000), 38);
   assert.equal(lateGuardMs(NaN), 0);
 });
+
+test("a mouth opening from rest opens within 10 ms of its start; inside a phrase it crossfades", () => {
+  const t = new VisemeTrack({ blendMs: 40 });
+  t.add(event([
+    { sample: 0, viseme: "sil", duration: 100 * MS },
+    { sample: 100 * MS, viseme: "aa", duration: 100 * MS },
+    { sample: 200 * MS, viseme: "O", duration: 100 * MS },
+  ]));
+  assert.deepEqual(t.weightsAt(89 * MS), {});
+  assert.ok(Math.abs(t.weightsAt(100 * MS).aa - 0.5) < 1e-9);
+  assert.equal(t.weightsAt(110 * MS).aa, 1);
+  // the next viseme takes the whole 40 ms
+  assert.ok(Math.abs(t.weightsAt(185 * MS).O - 0.125) < 1e-9, JSON.stringify(t.weightsAt(185 * MS)));
+  // a line with no silence frame before it opens from rest too
+  const bare = new VisemeTrack({ blendMs: 40 });
+  bare.add(event([{ sample: 100 * MS, viseme: "E", duration: 100 * MS }]));
+  assert.deepEqual(bare.weightsAt(89 * MS), {});
+  assert.equal(bare.weightsAt(110 * MS).E, 1);
+});

@@ -9,14 +9,24 @@ export const SAMPLE_RATE = 48000;
 /** Crossfade between neighbouring visemes, centred on each boundary (ms). */
 const PER_MS = SAMPLE_RATE / 1000;
 const BLEND_MS = 40;
+/**
+ * A mouth opening from rest crosses in half that (ms): the viewer sees the lips part on one
+ * frame, not over three. Where half the opening falls between two frames, one a little early
+ * or late decides which shows the start; over 40 ms, one line in 20 was read a frame apart by
+ * a meter that timed the mouth at half its first opening.
+ */
+const ONSET_BLEND_MS = 20;
 /** Frames this far behind the listener are forgotten (ms). */
 const KEEP_MS = 2000;
 
 export class VisemeTrack {
-  constructor({ blendMs = BLEND_MS, holdMs = 0, sampleRate = SAMPLE_RATE } = {}) {
+  constructor({
+    blendMs = BLEND_MS, onsetBlendMs = ONSET_BLEND_MS, holdMs = 0, sampleRate = SAMPLE_RATE,
+  } = {}) {
     this.frames = []; // {start, end, viseme, weight, role, utterance_id}, sorted by start
     this.onsets = []; // {sample, role}: where the server's audio turns loud, sorted by sample
     this.blend = Math.round((blendMs * sampleRate) / 1000);
+    this.onsetBlend = Math.round((Math.min(onsetBlendMs, blendMs) * sampleRate) / 1000);
     // coarticulation: a viseme shorter than this stays under the next ones (inside a word)
     // until this long after its start, so a 30 ms consonant is seen, not skipped between frames
     this.hold = Math.round((holdMs * sampleRate) / 1000);
@@ -113,10 +123,10 @@ export class VisemeTrack {
 
   /**
    * Weights {viseme: 0..1} at broadcast sample `s`. Each frame fades in over a window centred
-   * on its start and out over one centred on its end (a held frame: from its end to its held
-   * end, see `hold`), so neighbours crossfade linearly; where a held frame overlaps its
-   * followers the weights are scaled to sum to one. Silence frames weigh nothing, so the mouth
-   * rests in pauses.
+   * on its start (a shorter one after silence: `onsetBlendMs`) and out over one centred on its
+   * end (a held frame: from its end to its held end, see `hold`), so neighbours crossfade
+   * linearly; where a held frame overlaps its followers the weights are scaled to sum to one.
+   * Silence frames weigh nothing, so the mouth rests in pauses.
    */
   weightsAt(s) {
     const weights = {};
@@ -129,7 +139,8 @@ export class VisemeTrack {
       const end = this.#heldEnd(i);
       if (end + half <= s) continue;
       const fade = Math.min(half, (f.end - f.start) / 2) || 1;
-      const rise = clamp01((s - (f.start - fade)) / (2 * fade));
+      const riseFade = this.#afterRest(i) ? Math.min(fade, this.onsetBlend / 2) || 1 : fade;
+      const rise = clamp01((s - (f.start - riseFade)) / (2 * riseFade));
       // a held frame fades out over its whole hold, so what follows it soon shows through
       const fall = clamp01((end + fade - s) / (end - f.end + 2 * fade));
       const w = Math.min(rise, fall) * f.weight;
@@ -139,6 +150,17 @@ export class VisemeTrack {
     const sum = Object.values(weights).reduce((a, w) => a + w, 0);
     if (held && sum > 1) for (const v in weights) weights[v] /= sum;
     return weights;
+  }
+
+  // whether frame i opens the mouth from rest: silence or nothing of its role just before it
+  #afterRest(i) {
+    const f = this.frames[i];
+    for (let j = i - 1; j >= 0 && j >= i - 16; j--) {
+      const g = this.frames[j];
+      if (g.role !== f.role) continue;
+      return g.viseme === "sil" || g.end < f.start;
+    }
+    return true;
   }
 
   // Where frame i fades out: its end, or `hold` after its start when it is shorter and voiced
