@@ -10,7 +10,7 @@
 // hears it. Measured, not assumed. What the context renders leaves the speakers its output
 // latency later (latency.js): every time here is a render time until `sampleAt` adds that.
 
-import { SAMPLE_RATE } from "./lipsync.js";
+import { SAMPLE_RATE, countUpTo } from "./lipsync.js";
 
 const PER_MS = SAMPLE_RATE / 1000;
 const TWO32 = 2 ** 32;
@@ -191,14 +191,7 @@ export class Timeline {
 
   /** The value in force at `t` (before the first, the first's; undefined when empty). */
   at(t) {
-    let lo = 0;
-    let hi = this.points.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (this.points[mid].from <= t) lo = mid + 1;
-      else hi = mid;
-    }
-    return this.points[Math.max(0, lo - 1)]?.value;
+    return this.points[Math.max(0, countUpTo(this.points, "from", t) - 1)]?.value;
   }
 
   last() {

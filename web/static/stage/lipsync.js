@@ -200,15 +200,20 @@ export class VisemeTrack {
   }
 
   #indexAfter(sample) {
-    let lo = 0;
-    let hi = this.frames.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (this.frames[mid].start <= sample) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
+    return countUpTo(this.frames, "start", sample);
   }
+}
+
+/** How many of `items`, sorted by `key`, have it at most `value` (a binary search). */
+export function countUpTo(items, key, value) {
+  let lo = 0;
+  let hi = items.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (items[mid][key] <= value) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 /** Phrases for captions: {start, end, text}, cut and pruned like the visemes. */
