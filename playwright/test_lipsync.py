@@ -21,6 +21,10 @@ is 17 + 5 = 22 ms. Headless Chromium in software GL, on two cores that also run 
 45-60 frames a second in the small window the tests give it (server/bench/browser.py), where
 15 ms holds.
 
+A browser that lets a vsync go by without a frame (two busy cores do, now and then) shows what
+started then a frame late, whatever the page does: the probe sees it, and such line starts, at
+most one in ten, are allowed the frame they lost.
+
 A page whose audio context is asked for more latency (`?latency=`: 0.05 s gives 212 ms in
 headless Chromium, 0.25 s gives 746 ms, as slow as a Bluetooth headset) hears each sample that
 much after it renders it: the mouth must wait for the speakers, not for the renderer.
@@ -57,8 +61,15 @@ def test_each_line_starts_with_mouth_and_sound_together(
     assert not got["errors"], got["errors"]
     assert len(page) == lines, f"the page reported {len(page)} of {lines} lines"
     assert got["fps reported"], "the page reported no frame rate"
-    assert all(ATSC[0] <= ms <= ATSC[1] for ms in page), page
     fps = statistics.median(got["fps reported"])
+    # a line whose start the browser showed a vsync late (it let one go by without a frame:
+    # on two busy cores, now and then) is seen that much late whatever the page does; such
+    # lines are counted and allowed the frame they lost, the others held to ATSC's window
+    late = got["page, each line, a frame late"]
+    print(f"lines shown after a vsync went by without a frame: {sum(late)}")
+    assert sum(late) <= lines // 10, (late, page)
+    for ms, lost in zip(page, late, strict=True):
+        assert ATSC[0] <= ms <= ATSC[1] + (1000 / fps if lost else 0), (page, late)
     half = 1000 / fps / 2
     guard = max(0.0, half - 12)  # web/static/stage/lipsync.js: lateGuardMs
     bound = max(P95_MS, half + guard + show.app["config"].stage.viseme_lead_ms)

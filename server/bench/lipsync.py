@@ -28,7 +28,7 @@ from server.hostdesk import ATSC, EBU_R37, in_window
 
 from .browser import behind_the_browser, launch, now_ms, open_stage, probe, records
 from .harness import LiveServer, say, until_final
-from .lipsync_figures import line_offset, matched, onsets, rendered_offsets
+from .lipsync_figures import after_a_dropped_frame, line_offset, matched, onsets, rendered_offsets
 from .table import median, pct, render
 
 OPENINGS = [
@@ -159,6 +159,11 @@ def measure_page(browser, srv: LiveServer, url: str, n: int, label: str = "") ->
         "probe": [m - t for t, m in probed],
         "probe, at render": rendered_offsets(recs),
         "page, each line": [line_offset(u) for u in each_line],
+        # whether the browser showed each line's start in a frame that came a vsync late (the
+        # page's clock reads the server's, here on one machine: the probe's to a ms or two)
+        "page, each line, a frame late": [
+            after_a_dropped_frame(recs, u["drawn_ms"]) for u in each_line
+        ],
         "page, every onset": [ms for r in reports for ms in r.get("lipsync_onsets_ms", [])],
         "probe − page": [p - q for p, q in matched(each_line, probed)],
         # the probe's own figure at each line's start the page reported (an onset after a

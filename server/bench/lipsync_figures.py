@@ -87,13 +87,36 @@ def seen_at(record: dict, records: Sequence[dict]) -> float:
     if "frame" not in record:
         return record["t"]
     stamps = [r["frame"] for r in records if "frame" in r]
-    gaps = sorted(b - a for a, b in pairwise(stamps) if b > a)
-    period = gaps[len(gaps) // 10] if gaps else 1000 / 60
-    seen = record["frame"] + period
     after = next((s for s in stamps if s > record["frame"]), None)
+    return _seen(record, after, _period(stamps))
+
+
+def _seen(record: dict, after: float | None, period: float) -> float:
+    """seen_at, given the next frame's timestamp and the display's period."""
+    seen = record["frame"] + period
     if after is not None and record["t"] > seen and after - record["frame"] > 1.5 * period:
         return seen + period
     return seen
+
+
+def _period(stamps: Sequence[float]) -> float:
+    """The display's period: the shortest common interval between frames' timestamps."""
+    gaps = sorted(b - a for a, b in pairwise(stamps) if b > a)
+    return gaps[len(gaps) // 10] if gaps else 1000 / 60
+
+
+def after_a_dropped_frame(records: Sequence[dict], t: float, within: float = 10.0) -> bool:
+    """Whether the frame seen at `t` (within `within` ms) came after one the browser held for
+    two vsyncs or more: a vsync went by without a frame (the main thread, or the compositor,
+    was busy), and what started then was seen that much late however the page timed it."""
+    framed = [r for r in records if "frame" in r]
+    stamps = [r["frame"] for r in framed]
+    period = _period(stamps)
+    for i in range(1, len(framed)):
+        after = stamps[i + 1] if i + 1 < len(stamps) else None
+        if abs(_seen(framed[i], after, period) - t) <= within:
+            return stamps[i] - stamps[i - 1] > 1.5 * period
+    return False
 
 
 def _first_top(rise: Sequence[dict]) -> int:

@@ -91,6 +91,19 @@ def test_a_frame_whose_scripts_ran_past_the_next_vsync_it_then_missed_is_seen_a_
     assert abs(seen_at(slow, [recs[0], slow, *recs[2:]]) - (stamps[1] + period)) < 1e-9
 
 
+def test_a_frame_after_a_vsync_that_went_by_without_one_is_known_as_such():
+    from server.bench.lipsync_figures import after_a_dropped_frame
+
+    period = 1000 / 60
+    stamps = [1000 + k * period for k in (0, 1, 2, 4, 5, 6)]  # the vsync at 3 went by unused
+    recs = [{"t": s + 3, "frame": s, "mouth": 0.0} for s in stamps]
+    # the frame begun at 4 is seen at 5, after the one begun at 2 was held two periods
+    assert after_a_dropped_frame(recs, 1000 + 5 * period)
+    assert not after_a_dropped_frame(recs, 1000 + 6 * period)
+    assert not after_a_dropped_frame(recs, 1000 + 3 * period)
+    assert not after_a_dropped_frame(recs, 1000 + 60 * period)  # no frame seen then
+
+
 def test_sound_is_timed_at_the_speakers_and_the_render_time_figure_takes_the_latency_off():
     from server.bench.lipsync_figures import rendered_offsets
 
