@@ -10,8 +10,9 @@ if [ ! -x "$VENV/bin/python" ]; then
   echo "== creating $VENV"
   "$PY" -m venv "$VENV"
 fi
-if ! "$VENV/bin/python" -c "import pipecat.services.piper.tts" 2>/dev/null; then
-  echo "== installing pipecat-ai[piper] 1.14.0 into $VENV"
+# [webrtc]: its own WebRTC transport, which the bench's viewer of pipecat receives
+if ! "$VENV/bin/python" -c "import pipecat.services.piper.tts, aiortc" 2>/dev/null; then
+  echo "== installing pipecat-ai[piper,webrtc] 1.14.0 into $VENV"
   "$VENV/bin/pip" install -q --upgrade pip
-  "$VENV/bin/pip" install -q "pipecat-ai[piper]==1.14.0"
+  "$VENV/bin/pip" install -q "pipecat-ai[piper,webrtc]==1.14.0"
 fi

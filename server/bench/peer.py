@@ -7,7 +7,8 @@ process, its own loop: the first voiced frame it decoded), with where the time w
 word error rate the ASR feedback heard. pipecat runs in a virtual environment of its own
 (scripts/setup-pipecat.sh; ALLNIGHTER_PIPECAT_PYTHON names another) with the same Piper voice
 and lines (pipecat_peer.py), timed to its first voiced sample: its first frame, plus the lead-in
-silence that frame opens with.
+silence that frame opens with; and at an aiortc viewer of its own WebRTC transport where
+pipecat-ai[webrtc] is installed.
 """
 
 from __future__ import annotations
@@ -138,6 +139,10 @@ def first_audio_tables(ours: dict, peer: list[dict] | str) -> str:
     if isinstance(peer, list):
         values = [p["first_voiced_ms"] for p in peer]
         rows.append([PIPECAT, "server", len(values), median(values), pct(values, 95)])
+        # at an aiortc viewer of its own WebRTC transport, where pipecat-ai[webrtc] is installed
+        heard = [p["viewer_ms"] for p in peer if p.get("viewer_ms") is not None]
+        if heard:
+            rows.append([PIPECAT, "viewer", len(heard), median(heard), pct(heard, 95)])
     header = ["path", "measured at", "lines", "p50", "p95"]
     table = render(
         "bench latency: text to first voiced audio (ms), the same lines and voice in one run",
@@ -146,19 +151,26 @@ def first_audio_tables(ours: dict, peer: list[dict] | str) -> str:
     )
     notes = [table, ""]
     shipped = ours[next(iter(VARIANTS))]
-    ratios = [("whole first sentence", [g["server"] for g in ours[list(VARIANTS)[1]]])]
+    whole = ours[list(VARIANTS)[1]]
+    ratios = [("whole first sentence", {w: [g[w] for g in whole] for w in ("server", "viewer")})]
     if isinstance(peer, list):
-        ratios.insert(0, ("pipecat", [p["first_voiced_ms"] for p in peer]))
+        theirs = {"server": [p["first_voiced_ms"] for p in peer]}
+        theirs["viewer"] = [p.get("viewer_ms") for p in peer]
+        ratios.insert(0, ("pipecat", theirs))
         lead = median([p["lead_in_ms"] for p in peer])
         notes.append(f"pipecat's first frames open with {lead:.0f} ms of Piper's lead-in (p50)")
     else:
         notes.append(f"{PIPECAT}: {peer}")
-    ours_ms = [g["server"] for g in shipped]
-    for name, theirs in ratios:
-        notes.append(
-            f"opening (as shipped) / {name}, at the server: p50 "
-            f"{median(ours_ms) / median(theirs):.2f}, p95 {pct(ours_ms, 95) / pct(theirs, 95):.2f}"
-        )
+    for where in ("server", "viewer"):
+        ours_ms = [g[where] for g in shipped if g[where] is not None]
+        for name, theirs in ratios:
+            theirs = [t for t in theirs.get(where, []) if t is not None]
+            if ours_ms and theirs:
+                notes.append(
+                    f"opening (as shipped) / {name}, at the {where}: p50 "
+                    f"{median(ours_ms) / median(theirs):.2f}, "
+                    f"p95 {pct(ours_ms, 95) / pct(theirs, 95):.2f}"
+                )
     return "\n".join([*notes, "", steps_table(ours), "", wer_line(ours)])
 
 
