@@ -155,20 +155,19 @@ def measure_page(browser, srv: LiveServer, url: str, n: int, label: str = "") ->
         )
     reports = [r for t, _, r in reported if t >= reported_since]
     each_line = [u for r in reports for u in r.get("utterance_onsets", []) if u["id"] in ids]
+    pairs = matched(each_line, probed)
     return {
         "probe": [m - t for t, m in probed],
         "probe, at render": rendered_offsets(recs),
         "page, each line": [line_offset(u) for u in each_line],
-        # whether the browser showed each line's start in a frame that came a vsync late (the
-        # page's clock reads the server's, here on one machine: the probe's to a ms or two)
-        "page, each line, a frame late": [
-            after_a_dropped_frame(recs, u["drawn_ms"]) for u in each_line
-        ],
         "page, every onset": [ms for r in reports for ms in r.get("lipsync_onsets_ms", [])],
-        "probe − page": [p - q for p, q in matched(each_line, probed)],
+        "probe − page": [p - q for p, q, _ in pairs],
         # the probe's own figure at each line's start the page reported (an onset after a
         # shorter pause, which the page does not report, may pair with a later opening)
-        "probe, each line": [p for p, _ in matched(each_line, probed)],
+        "probe, each line": [p for p, _, _ in pairs],
+        # whether the probe saw each of those line starts in a frame that followed a vsync the
+        # browser let go by
+        "probe, each line, a frame late": [after_a_dropped_frame(recs, m) for _, _, m in pairs],
         "errors": errors,
         "fps": stats.get("fps"),
         "fps reported": [r["fps"] for r in reports if "fps" in r],

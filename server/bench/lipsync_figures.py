@@ -150,15 +150,16 @@ def line_offset(onset: dict) -> float:
 
 
 def matched(page_onsets: Sequence[dict], probed: Sequence[tuple[float, float]], within=100.0):
-    """The probe's offset beside the page's own for the same line: the page's utterance onsets
-    ({drawn_ms, heard_ms}) paired with the probe's mouth onset nearest the moment the page saw
-    the line start (its clock and the probe's both read the wall clock, to a few ms)."""
+    """The probe's offset beside the page's own for the same line, and when the probe saw the
+    mouth open: the page's utterance onsets ({drawn_ms, heard_ms}) paired with the probe's
+    mouth onset nearest the moment the page saw the line start (its clock and the probe's both
+    read the wall clock, to a few ms)."""
     pairs = []
     for u in page_onsets:
-        near = [(abs(m - u["drawn_ms"]), m - t) for t, m in probed]
+        near = [(abs(m - u["drawn_ms"]), m - t, m) for t, m in probed]
         best = min(near, default=None)
         if best is not None and best[0] <= within:
-            pairs.append((best[1], line_offset(u)))
+            pairs.append((best[1], line_offset(u), best[2]))
     return pairs
 
 
