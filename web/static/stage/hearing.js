@@ -68,7 +68,6 @@ export class HeardClock {
     this.rtpBase = rtpBase >>> 0;
     this.lookaheadMs = lookaheadMs;
     this.readings = []; // {stamp, offset}: broadcast sample − ms·48 at each playout reading
-    this.median = null;
     this.mappings = new Timeline(); // the median in force from each reading's time on
     this.calibrations = new Timeline(); // the anchor (ms) in force from each onset's quiet on
     this.calibrations.set(-Infinity, 0);
@@ -127,18 +126,18 @@ export class HeardClock {
       this.readings.splice(0, this.readings.length - STEP_READINGS);
       from = this.readings[0].stamp;
     }
-    this.median = median(this.readings.map((r) => r.offset));
-    this.mappings.set(from, this.median, stamp - HISTORY_MS);
+    this.mappings.set(from, median(this.readings.map((r) => r.offset)), stamp - HISTORY_MS);
   }
 
   #stepped() {
     const n = this.readings.length;
-    if (this.median === null || n <= STEP_READINGS) return false;
+    const latest = this.mappings.last(); // the median before this reading
+    if (latest === undefined || n <= STEP_READINGS) return false;
     const newest = this.readings.slice(n - STEP_READINGS).map((r) => r.offset);
     const lo = Math.min(...newest);
     const hi = Math.max(...newest);
     const step = STEP_MS * PER_MS;
-    return hi - lo <= 10 * PER_MS && (lo > this.median + step || hi < this.median - step);
+    return hi - lo <= 10 * PER_MS && (lo > latest + step || hi < latest - step);
   }
 
   /** True while playout readings keep coming. */
@@ -151,7 +150,8 @@ export class HeardClock {
    * readings alone as they stood then (null until known): what the look-ahead meter hears.
    */
   rawSampleAt(now) {
-    return this.median === null ? null : now * PER_MS + this.mappings.at(now);
+    const offset = this.mappings.at(now);
+    return offset === undefined ? null : now * PER_MS + offset;
   }
 
   /**
