@@ -58,16 +58,18 @@
   // when the first sample above LOUD after 5 ms of quiet ones (the start of a sound, not a
   // sample inside one the buffer begins in) that no earlier read held was heard, when the
   // last above QUIET was, and the energy of the last 256 samples; `t`: when the buffer's
-  // newest sample is heard, `ct` its context time
+  // newest sample is heard, `ct` its context time (null where the copy did not settle: the
+  // energy still counts, and what is timed is timed by the next read)
   function read(an, b, t, ct) {
-    an.getFloatTimeDomainData(b);
+    let sum = 0;
+    for (let i = b.length - 256; i < b.length; i++) sum += b[i] * b[i];
+    const rms = Math.sqrt(sum / 256);
+    if (ct === null) return { rms, loudAt: null, until: null }; // timed next frame
     const ms = (i) => t - ((b.length - i) * 1000) / ctx.sampleRate;
     // the samples rendered since the last read, counted in context time (not by the timing,
     // which may stray by a few ms: a sample at a burst's edge would be taken for an old one)
     const fresh = since.has(an) ? Math.round((ct - since.get(an)) * ctx.sampleRate) : b.length;
     since.set(an, ct);
-    let sum = 0;
-    for (let i = b.length - 256; i < b.length; i++) sum += b[i] * b[i];
     const quietRun = (5 * ctx.sampleRate) / 1000;
     let first = -1;
     for (let i = 0, run = 0, armed = false; i < b.length && first < 0; i++) {
@@ -82,7 +84,7 @@
     let last = b.length - 1;
     while (last >= 0 && Math.abs(b[last]) <= QUIET) last--;
     return {
-      rms: Math.sqrt(sum / 256),
+      rms,
       loudAt: first >= 0 ? ms(first) : null,
       until: last >= 0 ? ms(last + 1) : null,
     };
@@ -108,11 +110,24 @@
     return at > t - 100 - 2 * burst && at < t + 5000 ? at : null;
   }
 
+  // Copy both analysers' samples; the context time they end at, or null where currentTime
+  // moved across the copies: the audio thread renders a burst a quantum at a time, and
+  // currentTime read after a copy in the middle of one was found 17 ms of audio past it.
+  function copy() {
+    for (let i = 0; i < 3; i++) {
+      const ct = ctx.currentTime;
+      if (played) outAnalyser.getFloatTimeDomainData(outBuf);
+      if (received) analyser.getFloatTimeDomainData(buf);
+      if (ctx.currentTime === ct) return ct;
+    }
+    return null;
+  }
+
   function frame(stamp) {
     listen();
     const t = now();
-    const ct = ctx ? ctx.currentTime : 0;
-    const at = ctx ? presented(t, ct) : null;
+    const ct = ctx ? copy() : null;
+    const at = ct !== null ? presented(t, ct) : null;
     const end = at ?? t;
     const out = played ? read(outAnalyser, outBuf, end, ct) : { rms: 0, loudAt: null, until: null };
     const heard = received ? read(analyser, buf, end, ct) : { until: null };

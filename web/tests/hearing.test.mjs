@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import {
-  HeardClock, OnsetCalibration, OutputTimestamps, Timeline, analyserSize, renderedAt,
+  HeardClock, OnsetCalibration, OutputTimestamps, Timeline, analyserSize, renderedAt, settledRead,
 } from "../static/stage/hearing.js";
 import { reportedLatency } from "../static/stage/latency.js";
 
@@ -287,7 +287,7 @@ test("an onset heard before its announcement is matched when the announcement co
 
 /** renderedAt as the page calls it: with the latency its context reports, from one reading. */
 function timed(ctx, now, latencyMs = reportedLatency(ctx).ms) {
-  return renderedAt(ctx, now, latencyMs, new OutputTimestamps().update(ctx, now));
+  return renderedAt(ctx, ctx.currentTime, now, latencyMs, new OutputTimestamps().update(ctx, now));
 }
 
 test("a buffer is timed when the context rendered its newest sample, not when it was read", () => {
@@ -346,7 +346,7 @@ test("an onset at a burst's edge is found once and on time, through jittery time
         const c = (rendered - buf.length + i) / MS;
         buf[i] = sound(c, onsetCtx, 0);
       }
-      const end = renderedAt(ctx, now, latencyMs, timestamps.update(ctx, now));
+      const end = renderedAt(ctx, ctx.currentTime, now, latencyMs, timestamps.update(ctx, now));
       cal.step(buf, end, clock, track, MS);
     }
     assert.equal(cal.errors.length, 1, `burst ${onsetBurst}: ${cal.errors}`);
@@ -364,4 +364,26 @@ test("the output timestamps start afresh for another device", () => {
   assert.ok(Math.abs(stamps.update(at(5000), 500) - 4100) < 0.01);
   stamps.reset(); // a headset: the same context time is now played 300 ms later
   assert.ok(Math.abs(stamps.update(at(5300), 516) - 4400) < 0.01);
+});
+
+test("an analyser's samples are timed only where the audio thread held still across the copy", () => {
+  // a quarter-second burst rendered a quantum at a time: the page's copy ends at one quantum
+  // and currentTime, read after it, at a later one; timed by that, an onset came out late
+  let written = 20; // the context time the analyser's samples end at
+  let rendering = 6; // quanta the audio thread renders while the main thread copies
+  const ctx = { get currentTime() { return written; } };
+  const copy = () => {
+    if (rendering > 0) {
+      rendering -= 3;
+      written += (3 * 128) / 48000;
+    }
+  };
+  // two copies in the middle of the burst are not believed; the third ends where it says
+  assert.equal(settledRead(ctx, copy), written);
+  assert.ok(Math.abs(written - (20 + 768 / 48000)) < 1e-12);
+  // a burst still rendering after three copies: nothing is timed this frame
+  rendering = 100;
+  let copies = 0;
+  assert.equal(settledRead(ctx, () => { copies++; copy(); }), null);
+  assert.equal(copies, 3);
 });

@@ -394,9 +394,11 @@ export class Hearing {
    */
   read(latencyMs) {
     if (!this.running) return null;
-    this.analyser.getFloatTimeDomainData(this.buffer);
+    const end = settledRead(this.ctx, () => this.analyser.getFloatTimeDomainData(this.buffer));
+    if (end === null) return null; // mid-burst: the next frame's read will hold these samples
     const now = performance.now();
-    this.readEnd = renderedAt(this.ctx, now, latencyMs, this.timestamps.update(this.ctx, now));
+    const origin = this.timestamps.update(this.ctx, now);
+    this.readEnd = renderedAt(this.ctx, end, now, latencyMs, origin);
     return this.buffer;
   }
 
@@ -415,18 +417,37 @@ export class Hearing {
 }
 
 /**
- * When (performance time) the context rendered its newest sample: where an analyser's data
- * ends. The audio thread renders in bursts (here every 9-30 ms; 186 ms with a latency hint of
- * a quarter second), so a buffer read at performance.now() ends up to a burst before then, by
- * read; timed at the read, onsets came out that much late, at random. The context's output
- * timestamp maps context time to when it is played (`origin`: when context time 0 is, as
- * OutputTimestamps gives it, null before it knows), and the newest sample is played the
- * output latency (`latencyMs`, base and output) after it is rendered. Falls back on the
- * read's own time until the context plays.
+ * Copy an analyser's samples (`copy`) and say at what context time they end: null when the
+ * audio thread would not hold still. It renders a burst (186 ms with a quarter-second latency
+ * hint) a 128-sample quantum at a time and moves currentTime as it goes; read in the middle of
+ * a burst, currentTime was found up to 17 ms of audio past the samples copied just before it
+ * (the main thread was held between the two). An onset there was timed that much late, the
+ * clock was anchored on it, and the whole line was drawn late: 3 lines in 150, by 11-17 ms. A
+ * copy counts only where currentTime stood still across it (the next frame reads what one
+ * that did not left: 22 reads in 32,000).
  */
-export function renderedAt(ctx, now, latencyMs, origin) {
-  if (origin === null || !Number.isFinite(ctx.currentTime)) return now;
-  const at = origin + ctx.currentTime * 1000 - latencyMs;
+export function settledRead(ctx, copy, tries = 3) {
+  for (let i = 0; i < tries; i++) {
+    const before = ctx.currentTime;
+    copy();
+    if (ctx.currentTime === before) return before;
+  }
+  return null;
+}
+
+/**
+ * When (performance time) the context rendered its newest sample: where an analyser's data
+ * ends, at context time `contextTime` (settledRead). The audio thread renders in bursts (here
+ * every 9-30 ms; 186 ms with a latency hint of a quarter second), so a buffer read at
+ * performance.now() ends up to a burst before then, by read; timed at the read, onsets came
+ * out that much late, at random. The context's output timestamp maps context time to when it
+ * is played (`origin`: when context time 0 is, as OutputTimestamps gives it, null before it
+ * knows), and the newest sample is played the output latency (`latencyMs`, base and output)
+ * after it is rendered. Falls back on the read's own time until the context plays.
+ */
+export function renderedAt(ctx, contextTime, now, latencyMs, origin) {
+  if (origin === null || !Number.isFinite(contextTime)) return now;
+  const at = origin + contextTime * 1000 - latencyMs;
   // a mapping that says the sample is from the future, or older than a burst and a frame or
   // two, is not believed
   return at <= now && at > now - 100 - 2 * burstMs(ctx) ? at : now;
