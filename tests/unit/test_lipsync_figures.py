@@ -35,6 +35,21 @@ def test_a_narrow_viseme_then_a_wider_one_is_timed_at_the_first():
     assert mouth_onset(one, 1040) == 1060
 
 
+def test_the_first_visemes_opening_is_where_the_page_stops_drawing_it():
+    # "I" eased into "E" without slowing between them (the line that came out a frame late):
+    # half of the I's 0.39, reached at 0.27, not half of the E's 0.55
+    rise = frames([0, 0.04, 0.27, 0.39, 0.47, 0.54, 0.55])
+    for r, name in zip(rise, ["sil", "sil", "I", "I", "E", "E", "E"], strict=True):
+        r["viseme"] = name
+    assert mouth_onset(rise, 1040) == 1040
+    assert mouth_onset([{k: v for k, v in r.items() if k != "viseme"} for r in rise], 1040) == 1060
+    # the mouth opening while the page still names silence (it draws a little ahead)
+    early = frames([0, 0.3, 0.6, 0.6, 0.6])
+    for r, name in zip(early, ["sil", "sil", "aa", "aa", "O"], strict=True):
+        r["viseme"] = name
+    assert mouth_onset(early, 1040) == 1020
+
+
 def test_an_opening_too_small_to_see_is_no_onset_and_an_open_mouth_has_none():
     assert mouth_onset(frames([0, 0, 0.05, 0.08, 0.08, 0]), 1040) is None  # a p, an f
     assert mouth_onset(frames([0.6, 0.7, 0.8, 0.9]), 1040) is None
