@@ -7,7 +7,7 @@ import re
 import time
 
 from conftest import TOKEN, open_desk, open_host, screenshot, sign_in
-from playwright.sync_api import Browser, expect
+from playwright.sync_api import Browser, Route, expect
 
 from server.bench.browser import now_ms, open_stage, probe, records
 from server.bench.harness import LiveServer
@@ -122,4 +122,36 @@ def test_host_answers_a_viewer_chat_message_from_the_panel(browser: Browser, sho
     expect(page.locator("#interrupt-msg")).to_contain_text("Interrupted")
     assert page.errors == [] and stage.errors == []  # type: ignore[attr-defined]
     stage.close()
+    page.close()
+
+
+def test_host_panel_keeps_refreshing_after_bad_answers(browser: Browser, show: LiveServer):
+    """A literal Infinity (what a viewer's 1e308 once put in the medians), a body of the
+    wrong shape and a proxy's HTML error page: the panel says so and goes on polling."""
+    page = open_desk(browser, show.url)
+    state = page.locator("#show-state")
+    expect(state).to_have_text("live")
+    bad = [
+        {"status": 200, "content_type": "application/json", "body": '{"viewers": Infinity}'},
+        {"status": 200, "content_type": "application/json", "body": '{"recent": 5, "queue": 1}'},
+        {"status": 502, "content_type": "text/html", "body": "<h1>Bad Gateway</h1>"},
+    ]
+    served: list[str] = []
+
+    def answer(route: Route) -> None:
+        if len(served) < len(bad):
+            served.append(route.request.url)
+            route.fulfill(**bad[len(served) - 1])
+        else:
+            route.continue_()
+
+    page.route("**/api/v1/show", answer)
+    expect(state).to_have_attribute("data-state", "offline", timeout=5000)
+    deadline = time.monotonic() + 15
+    while len(served) < len(bad) and time.monotonic() < deadline:
+        page.wait_for_timeout(100)
+    assert len(served) == len(bad), served
+    # the real answers come back, and the panel shows them again
+    expect(state).to_have_text("live", timeout=5000)
+    assert page.errors == []  # type: ignore[attr-defined]
     page.close()

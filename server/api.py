@@ -16,22 +16,41 @@ MODES = ("verbatim", "chat")
 MAX_JSON_BYTES = 64 * 1024
 
 
+def strict_dumps(data: Any) -> str:
+    """JSON as RFC 8259 has it: a NaN or an infinity fails here, on the server, instead of
+    going out as a literal `Infinity` that the host panel's JSON.parse throws on."""
+    return json.dumps(data, allow_nan=False)
+
+
+def json_response(data: Any, status: int = 200) -> web.Response:
+    """Every JSON answer the server writes."""
+    return web.json_response(data, status=status, dumps=strict_dumps)
+
+
 class ApiError(web.HTTPException):
     """A refusal with a JSON body {"error": ...}."""
 
     def __init__(self, status: int, message: str) -> None:
         self.status_code = status
-        super().__init__(text=json.dumps({"error": message}), content_type="application/json")
+        super().__init__(text=strict_dumps({"error": message}), content_type="application/json")
 
 
 async def read_json(request: web.Request, limit: int = MAX_JSON_BYTES) -> dict:
+    """The whole JSON object a request carries, at most `limit` bytes. Only a body declared
+    JSON is read: a cross-site form can post text/plain without asking, never JSON."""
+    if request.content_type != "application/json":
+        raise ApiError(415, 'the body must be JSON, sent with "Content-Type: application/json"')
     if request.content_length is not None and request.content_length > limit:
         raise ApiError(413, f"body larger than {limit} bytes")
-    raw = await request.content.read(limit + 1)
-    if len(raw) > limit:
-        raise ApiError(413, f"body larger than {limit} bytes")
+    # to its end: one read returns what has arrived so far, and a browser's offer can come
+    # in several TCP segments
+    raw = bytearray()
+    async for chunk in request.content.iter_chunked(16 * 1024):
+        raw += chunk
+        if len(raw) > limit:
+            raise ApiError(413, f"body larger than {limit} bytes")
     try:
-        body = json.loads(raw or b"null")
+        body = json.loads(bytes(raw) or b"null")
     except (ValueError, UnicodeDecodeError):
         raise ApiError(400, "body is not valid JSON") from None
     if not isinstance(body, dict):
@@ -71,7 +90,7 @@ async def say(request: web.Request) -> web.Response:
     if mode not in MODES:
         raise ApiError(400, '"mode" must be "verbatim" or "chat"')
     utt = submit(request, text, role_from(request, body), mode)
-    return web.json_response({"utterance_id": utt.id}, status=202)
+    return json_response({"utterance_id": utt.id}, status=202)
 
 
 def role_from(request: web.Request, body: dict) -> Any:
@@ -105,16 +124,16 @@ async def interrupt(request: web.Request) -> web.Response:
         if request.app["config"].role(role_name) is None:
             raise ApiError(404, f"unknown role {role_name!r}")
     at = await _stage(request).interrupt(role_name)
-    return web.json_response({"ok": True, "at_sample": at})
+    return json_response({"ok": True, "at_sample": at})
 
 
 async def utterances(request: web.Request) -> web.Response:
     require_host(request)
-    return web.json_response(_stage(request).snapshot())
+    return json_response(_stage(request).snapshot())
 
 
 async def roles(request: web.Request) -> web.Response:
-    return web.json_response(
+    return json_response(
         [
             {"name": r.name, "voice": r.voice, "persona": r.persona, "length_scale": r.length_scale}
             for r in request.app["config"].roles
@@ -126,14 +145,14 @@ async def offer(request: web.Request) -> web.Response:
     peers = request.app["peers"]
     body = await read_json(request, limit=4 * MAX_JSON_BYTES)
     try:
-        answer, viewer = await peers.answer(body.get("sdp"), body.get("type"))
+        answer, viewer = await peers.answer(body.get("sdp"), body.get("type"), request.remote or "")
     except OfferError as exc:
         request.app["metrics"].rejected.labels("offer").inc()
         raise ApiError(400, str(exc)) from None
     request.app["metrics"].viewers.set(len(peers))
     # broadcast sample s is due at fused time epoch_ms + s / 48 (ms since the Unix epoch)
     epoch_ms = request.app["time"].at(request.app["media_clock"].epoch) * 1000
-    return web.json_response(
+    return json_response(
         {
             "sdp": answer.sdp,
             "type": answer.type,
@@ -150,14 +169,14 @@ async def offer(request: web.Request) -> web.Response:
 async def fused_time(request: web.Request) -> web.Response:
     """The clock every timestamp that leaves the server is on: sources, offsets, error bound."""
     clock = request.app["time"]
-    return web.json_response({"now_ms": clock.now_ms(), **clock.status()})
+    return json_response({"now_ms": clock.now_ms(), **clock.status()})
 
 
 async def healthz(request: web.Request) -> web.Response:
     if request.app["live"].get("stage") is None:
-        return web.json_response({"status": "loading", **request.app["loading"]}, status=503)
+        return json_response({"status": "loading", **request.app["loading"]}, status=503)
     broadcast = request.app["broadcast"]
-    return web.json_response(
+    return json_response(
         {
             "status": "ok",
             "viewers": len(request.app["peers"]),

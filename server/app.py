@@ -17,6 +17,7 @@ from . import api, hostdesk, rtp
 from .broadcast import Broadcast
 from .config import Config
 from .feedback import SpeechFeedback, checker_thread
+from .headers import security_headers
 from .mediaclock import MediaClock
 from .metrics import Metrics
 from .peers import ViewerPeers
@@ -99,10 +100,11 @@ def build_app(
     )
     metrics.watch_clock(clock)  # the time status as gauges, read at each scrape
     poller = SourcePoller(clock, sources, tc.min_poll_s, tc.max_poll_s, tc.ptp_poll_s)
-    signals = Signals(cfg.chat, metrics, clock)
+    signals = Signals(cfg.chat, metrics, clock, cfg.allowed_origins)
     signals.sio.attach(app)
     app["signals"] = signals
 
+    app.on_response_prepare.append(security_headers(cfg.allowed_origins))
     aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(str(web_dir)), autoescape=True)
     api.add_routes(app)
     hostdesk.setup(app)  # the host panel's own endpoints, built on the API's helpers
@@ -118,7 +120,7 @@ def build_app(
         timeline = SpeechTimeline()
         broadcast = Broadcast(media, timeline)
         app["media_clock"], app["timeline"], app["broadcast"] = media, timeline, broadcast
-        app["peers"] = ViewerPeers(broadcast, cfg.webrtc.max_viewers, cfg.webrtc.max_sdp_bytes)
+        app["peers"] = ViewerPeers(broadcast, cfg.webrtc)
         broadcast.start()
         loop = asyncio.get_running_loop()
         app["time_task"] = loop.create_task(poller.run(), name="timesync")

@@ -6,6 +6,7 @@ Every model is a setting (a path, or None for the packaged default), never a con
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import tomllib
 from dataclasses import dataclass, field, fields, is_dataclass
@@ -89,6 +90,15 @@ class WebRTCConfig:
     ice_addresses: list[str] = field(default_factory=lambda: ["127.0.0.1"])
     max_viewers: int = 200
     max_sdp_bytes: int = 32_768
+    # a peer that has not connected this long after its answer is closed: its slot is free
+    connect_timeout_s: float = 20.0
+    # one address (a household, an office behind NAT) may hold this many peers, and offer
+    # this many a minute after a burst of offer_burst
+    max_viewers_per_address: int = 16
+    offers_per_minute: int = 30
+    offer_burst: int = 10
+    # STUN/TURN servers ("stun:host:port"); none by default: the show asks no one else
+    ice_servers: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -118,6 +128,9 @@ class Config:
     feedback: FeedbackConfig = field(default_factory=FeedbackConfig)
     webrtc: WebRTCConfig = field(default_factory=WebRTCConfig)
     time: TimeConfig = field(default_factory=TimeConfig)
+    # pages of other sites that may open the stage's socket (to embed it): "https://host[:port]"
+    # each; the stage's own origin always may, any other may not
+    allowed_origins: list[str] = field(default_factory=list)
     load_asr: bool = True
     token_generated: bool = False
 
@@ -142,6 +155,9 @@ def _build(cls: type, data: dict[str, Any]) -> Any:
         else:
             kwargs[name] = value
     return cls(**kwargs)
+
+
+ORIGIN = re.compile(r"https?://[^/\s:]+(:\d{1,5})?")
 
 
 def _env_list(env: dict[str, str], name: str) -> list[str]:
@@ -191,6 +207,12 @@ def load_config(path: str | Path | None = None, env: dict[str, str] | None = Non
         raise ValueError(f"feedback.flag_wer must be a number >= 0, not {fb.flag_wer!r}")
     if not isinstance(fb.correct_visemes, bool):
         raise ValueError("feedback.correct_visemes must be true or false")
+    w = cfg.webrtc
+    if not _number(w.connect_timeout_s) or not 0 < w.connect_timeout_s <= 30:
+        raise ValueError(f"webrtc.connect_timeout_s must be 0-30 s, not {w.connect_timeout_s!r}")
+    for origin in cfg.allowed_origins:
+        if not isinstance(origin, str) or not ORIGIN.fullmatch(origin):
+            raise ValueError(f'allowed_origins holds "scheme://host[:port]" each, not {origin!r}')
     if not cfg.host_token:
         cfg.host_token = secrets.token_urlsafe(24)
         cfg.token_generated = True

@@ -13,7 +13,7 @@ from typing import Any
 
 from aiohttp import web
 
-from .api import ApiError, read_json, require_host, role_from, submit
+from .api import ApiError, json_response, read_json, require_host, role_from, submit
 from .utterances import rounded_median
 
 SAMPLE_RATE = 48_000
@@ -68,7 +68,7 @@ async def show(request: web.Request) -> web.Response:
         {**m, "answered": m["id"] in desk.answered, "utterance_id": desk.answered.get(m["id"])}
         for m in signals.recent_chat
     ]
-    return web.json_response(
+    return json_response(
         {
             **snap,
             "queue_max": queue_max,
@@ -156,7 +156,7 @@ async def answer_chat(request: web.Request) -> web.Response:
         raise ApiError(409, f"chat message {chat_id!r} is already answered")
     utt = submit(request, chat_prompt(msg), role, "chat")
     desk.mark(chat_id, utt.id)
-    return web.json_response({"utterance_id": utt.id, "chat_id": chat_id}, status=202)
+    return json_response({"utterance_id": utt.id, "chat_id": chat_id}, status=202)
 
 
 def chat_prompt(msg: dict) -> str:

@@ -8,11 +8,19 @@ import uuid
 from dataclasses import dataclass
 
 import av
-from aiortc import RTCPeerConnection, RTCSessionDescription
+from aiortc import (
+    RTCConfiguration,
+    RTCIceServer,
+    RTCPeerConnection,
+    RTCSessionDescription,
+)
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
+from aiortc.sdp import SessionDescription
 
 from . import rtp
 from .broadcast import Broadcast, Listener
+from .config import WebRTCConfig
+from .ratelimit import PerAddress
 
 log = logging.getLogger(__name__)
 
@@ -59,34 +67,71 @@ class Viewer:
     pc: RTCPeerConnection
     track: BroadcastTrack
     rtp_base: int
+    address: str = ""
 
 
 class ViewerPeers:
-    """All connected viewers; closes the peers that go away."""
+    """All connected viewers; closes the peers that go away, or never connect.
 
-    def __init__(self, broadcast: Broadcast, max_viewers: int, max_sdp_bytes: int) -> None:
+    A slot is taken when an offer is accepted, before the awaits that answer it, so a burst
+    of offers cannot pass the limit together; a peer whose ICE never completes (blocked UDP,
+    or a script that never meant to connect) is closed after `connect_timeout_s`, and aiortc
+    sets no such limit itself."""
+
+    def __init__(self, broadcast: Broadcast, limits: WebRTCConfig) -> None:
         self._broadcast = broadcast
-        self.max_viewers = max_viewers
-        self.max_sdp_bytes = max_sdp_bytes
+        self.limits = limits
         self.viewers: dict[str, Viewer] = {}
+        self._pending: dict[str, str] = {}  # slots taken by offers being answered: id → address
+        self._offers = PerAddress(limits.offers_per_minute, limits.offer_burst)
+        self._reapers: set[asyncio.Task] = set()
 
     def __len__(self) -> int:
         return len(self.viewers)
 
-    async def answer(self, sdp: str, kind: str) -> tuple[RTCSessionDescription, Viewer]:
+    def _held_by(self, address: str) -> int:
+        pending = sum(a == address for a in self._pending.values())
+        return pending + sum(v.address == address for v in self.viewers.values())
+
+    def _take_slot(self, address: str) -> str:
+        """Count an offer against the limits at once (no await before this returns)."""
+        lim = self.limits
+        if len(self.viewers) + len(self._pending) >= lim.max_viewers:
+            raise OfferError(f"viewer limit of {lim.max_viewers} reached")
+        if self._held_by(address) >= lim.max_viewers_per_address:
+            raise OfferError(f"{lim.max_viewers_per_address} viewers from one address at most")
+        if not self._offers.allow(address):
+            raise OfferError(f"too many offers from one address: {lim.offers_per_minute} a minute")
+        slot = uuid.uuid4().hex
+        self._pending[slot] = address
+        return slot
+
+    async def answer(
+        self, sdp: str, kind: str, address: str = ""
+    ) -> tuple[RTCSessionDescription, Viewer]:
         """Answer a viewer's offer with one send-only audio track of the broadcast."""
         if kind != "offer":
             raise OfferError('"type" must be "offer"')
         if not isinstance(sdp, str) or not sdp.strip():
             raise OfferError('"sdp" must be a non-empty string')
-        if len(sdp.encode()) > self.max_sdp_bytes:
-            raise OfferError(f"SDP larger than {self.max_sdp_bytes} bytes")
-        if "m=audio" not in sdp:
-            raise OfferError("the offer has no audio section")
-        if len(self.viewers) >= self.max_viewers:
-            raise OfferError(f"viewer limit of {self.max_viewers} reached")
+        if len(sdp.encode("utf-8", "surrogatepass")) > self.limits.max_sdp_bytes:
+            raise OfferError(f"SDP larger than {self.limits.max_sdp_bytes} bytes")
+        sections = offer_sections(sdp)
+        slot = self._take_slot(address)
+        try:
+            viewer = await self._connect(sdp, sections, address)
+        finally:
+            del self._pending[slot]
+        self.viewers[viewer.session_id] = viewer
+        reaper = asyncio.get_running_loop().create_task(self._reap(viewer))
+        self._reapers.add(reaper)
+        reaper.add_done_callback(self._reapers.discard)
+        return viewer.pc.localDescription, viewer
 
-        pc = RTCPeerConnection()
+    async def _connect(self, sdp: str, sections: list[tuple[str, str]], address: str) -> Viewer:
+        ice = [RTCIceServer(urls=url) for url in self.limits.ice_servers]
+        # no STUN unless configured: aiortc's default asks a public server on every offer
+        pc = RTCPeerConnection(RTCConfiguration(iceServers=ice))
         track = BroadcastTrack(self._broadcast)
         try:
             sender = pc.addTrack(track)
@@ -94,22 +139,32 @@ class ViewerPeers:
             await pc.setRemoteDescription(
                 RTCSessionDescription(sdp=rtp.strip_mdns_candidates(sdp), type="offer")
             )
+            # the broadcast goes out on the first audio section; nothing comes in on it or on
+            # any other (received media would pile up decoded, unread)
+            for transceiver in pc.getTransceivers():
+                ours = transceiver.sender.track is track
+                transceiver.direction = "sendonly" if ours else "inactive"
             answer = await pc.createAnswer()
             await pc.setLocalDescription(answer)
         except Exception as exc:  # aiortc raises many types on malformed SDP
             track.stop()
             await pc.close()
             raise OfferError(f"malformed offer: {exc}") from exc
-
-        viewer = Viewer(uuid.uuid4().hex, pc, track, rtp_base)
-        self.viewers[viewer.session_id] = viewer
+        viewer = Viewer(uuid.uuid4().hex, pc, track, rtp_base, address)
 
         @pc.on("connectionstatechange")
         async def _on_state() -> None:
             if pc.connectionState in ("failed", "closed", "disconnected"):
                 await self.close(viewer.session_id)
 
-        return pc.localDescription, viewer
+        return viewer
+
+    async def _reap(self, viewer: Viewer) -> None:
+        """Close the peer if it has not connected within the limit."""
+        await asyncio.sleep(self.limits.connect_timeout_s)
+        if viewer.pc.connectionState != "connected":
+            log.info("viewer %s did not connect in time: closed", viewer.session_id[:8])
+            await self.close(viewer.session_id)
 
     async def close(self, session_id: str) -> None:
         viewer = self.viewers.pop(session_id, None)
@@ -118,4 +173,25 @@ class ViewerPeers:
             await viewer.pc.close()
 
     async def close_all(self) -> None:
+        for reaper in list(self._reapers):
+            reaper.cancel()
         await asyncio.gather(*(self.close(s) for s in list(self.viewers)), return_exceptions=True)
+
+
+def offer_sections(sdp: str) -> list[tuple[str, str]]:
+    """The offer's media sections, (kind, direction) each; an OfferError unless the first
+    audio one can receive the broadcast (recvonly or sendrecv) and none is a data channel
+    (aiortc cannot decline one, and would take what it carries)."""
+    try:
+        parsed = SessionDescription.parse(sdp)
+    except Exception as exc:  # aiortc's parser raises what the text leads it to
+        raise OfferError(f"malformed offer: {exc}") from exc
+    sections = [(m.kind, m.direction or "sendrecv") for m in parsed.media]
+    if any(k == "application" for k, _ in sections):
+        raise OfferError("the offer has a data channel section: only audio is answered")
+    audio = [d for k, d in sections if k == "audio"]
+    if not audio:
+        raise OfferError("the offer has no audio section")
+    if audio[0] not in ("recvonly", "sendrecv"):
+        raise OfferError(f"the offer's audio section is {audio[0]}: it must be able to receive")
+    return sections

@@ -8,36 +8,40 @@ from __future__ import annotations
 
 import logging
 import math
-import time
 import uuid
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import socketio
 
 from .config import ChatConfig
 from .metrics import Metrics
+from .ratelimit import RateLimit
 
 log = logging.getLogger(__name__)
 
-STAT_FIELDS = {
-    "lipsync_offset_ms",
-    "fps",
-    "dropped_frames",
-    "clock_offset_ms",
-    "clock_uncertainty_ms",
-    "lipsync_calibration_ms",
-    "render_scale",
-    "frame_jitter_ms",
-    "visemes_seen_share",
-    "output_latency_ms",
+DAY_MS = 86_400_000
+# What a page may report, each within what any page plausibly measures: a figure outside is
+# dropped at the edge, so none can overflow a sum or turn a median into infinity (which
+# the host panel then could not parse). The most any output device plausibly has is 5 s
+# (Bluetooth headsets and busy sound servers: hundreds of ms); a viewer's own clock may be
+# off the server's by a year.
+STAT_RANGES = {
+    "lipsync_offset_ms": (-10_000.0, 10_000.0),
+    "fps": (0.0, 1000.0),
+    "dropped_frames": (0.0, 1e9),
+    "clock_offset_ms": (-366.0 * DAY_MS, 366.0 * DAY_MS),
+    "clock_uncertainty_ms": (0.0, DAY_MS),
+    "lipsync_calibration_ms": (-10_000.0, 10_000.0),
+    "render_scale": (0.0, 16.0),
+    "frame_jitter_ms": (0.0, 60_000.0),
+    "visemes_seen_share": (0.0, 1.0),
+    "output_latency_ms": (0.0, 5000.0),
 }
-# a page's output device latency: how it knows it (web/static/stage/latency.js), and the most
-# any device plausibly has (Bluetooth headsets and busy sound servers: hundreds of ms)
+ONSET_RANGE_MS = (-10_000.0, 10_000.0)  # a drawn viseme against its sound, picture − sound
+# a page's output device latency: how it knows it (web/static/stage/latency.js)
 OUTPUT_LATENCY_SOURCES = {"reported", "timestamp", "none"}
-OUTPUT_LATENCY_MAX_MS = 5000
 ONSETS_PER_REPORT = 200  # lip-sync offsets a page may send in one client_stats
 ONSETS_KEPT = 200  # per viewer, for the host panel's figures
 UTTERANCE_ONSETS_PER_REPORT = 50  # utterances' first voiced visemes a page may report at once
@@ -50,33 +54,15 @@ def error(message: str) -> dict:
     return {"ok": False, "error": message}
 
 
-@dataclass
-class RateLimit:
-    """Token bucket per viewer: `burst` messages at once, refilled at `per_minute`."""
-
-    per_minute: float
-    burst: int
-    tokens: float = 0.0
-    stamp: float = field(default_factory=time.monotonic)
-
-    def __post_init__(self) -> None:
-        self.tokens = float(self.burst)
-
-    def allow(self) -> bool:
-        now = time.monotonic()
-        self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.per_minute / 60)
-        self.stamp = now
-        if self.tokens >= 1:
-            self.tokens -= 1
-            return True
-        return False
-
-
 class Signals:
     """The socket.io side of the server."""
 
-    def __init__(self, chat: ChatConfig, metrics: Metrics, clock: Any) -> None:
-        self.sio = socketio.AsyncServer(async_mode="aiohttp", cors_allowed_origins=[])
+    def __init__(
+        self, chat: ChatConfig, metrics: Metrics, clock: Any, allowed_origins: list[str]
+    ) -> None:
+        self.sio = socketio.AsyncServer(
+            async_mode="aiohttp", cors_allowed_origins=same_origin_or(allowed_origins)
+        )
         self.chat_cfg = chat
         self.metrics = metrics
         self.clock = clock
@@ -150,22 +136,21 @@ class Signals:
         if not isinstance(onsets, list) or len(onsets) > ONSETS_PER_REPORT:
             return error(f"lipsync_onsets_ms must be a list of at most {ONSETS_PER_REPORT}")
         utterance_onsets = data.get("utterance_onsets", [])
-        if not _valid_utterance_onsets(utterance_onsets):
+        if not _valid_utterance_onsets(utterance_onsets, self.clock.now_ms()):
             return error(
                 f"utterance_onsets must be a list of at most {UTTERANCE_ONSETS_PER_REPORT}"
-                f' {{"id": string of at most {UTTERANCE_ID_CHARS}, "sample": int >= 0,'
-                ' "heard_ms": number, "drawn_ms": number}'
+                f' {{"id": string of at most {UTTERANCE_ID_CHARS}, "sample": int from 0 to'
+                ' 2**53, "heard_ms" and "drawn_ms": server times (ms) within a day of now and'
+                " 10 s of each other}"
             )
-        stats = {k: v for k, v in data.items() if k in STAT_FIELDS and _finite(v)}
-        if not 0 <= stats.get("output_latency_ms", 0) <= OUTPUT_LATENCY_MAX_MS:
-            del stats["output_latency_ms"]
+        stats = {k: v for k, v in data.items() if k in STAT_RANGES and within(v, STAT_RANGES[k])}
         if data.get("output_latency_source") in OUTPUT_LATENCY_SOURCES:
             stats["output_latency_source"] = data["output_latency_source"]
         self.client_stats[sid] = stats
         if _finite(jitter := stats.get("frame_jitter_ms")):
             self.metrics.frame_jitter.observe(jitter)
         kept = self.onsets.setdefault(sid, deque(maxlen=ONSETS_KEPT))
-        for ms in filter(_finite, onsets):
+        for ms in (ms for ms in onsets if within(ms, ONSET_RANGE_MS)):
             self.metrics.lipsync.observe(ms)
             self.metrics.viewer_lipsync.labels(sid).observe(ms)
             kept.append(ms)
@@ -176,27 +161,53 @@ class Signals:
         return {"ok": True}
 
 
-def _valid_utterance_onsets(value: Any) -> bool:
-    """A page's `utterance_onsets`: where and when it drew each utterance's first voiced viseme."""
+def same_origin_or(allowed: list[str]) -> Callable[[str, dict], bool]:
+    """The socket's Origin check: a page from the host the request was sent to, or from one
+    of `allowed`. A browser always sends Origin, so another site's page cannot open a socket
+    and act as a viewer from its visitors' browsers; a client with no Origin (no browser) is
+    not asked. By host alone: behind a proxy that ends TLS the page is https and the request
+    it forwards http (a proxy passes Host on; X-Forwarded headers anyone can send)."""
+    extra = set(allowed)
+
+    def check(origin: str | None, environ: dict) -> bool:
+        if not origin:
+            return False  # no Origin: no CORS headers either (the connection is not refused)
+        scheme, _, host = origin.partition("://")
+        own = scheme in ("http", "https") and host == environ.get("HTTP_HOST")
+        return own or origin in extra
+
+    return check
+
+
+def _valid_utterance_onsets(value: Any, now_ms: float) -> bool:
+    """A page's `utterance_onsets`: where and when it drew each utterance's first voiced
+    viseme, on the server's clock (`now_ms`) as the page reads it."""
     return (
         isinstance(value, list)
         and len(value) <= UTTERANCE_ONSETS_PER_REPORT
-        and all(map(_valid_utterance_onset, value))
+        and all(_valid_utterance_onset(item, now_ms) for item in value)
     )
 
 
-def _valid_utterance_onset(item: Any) -> bool:
+def _valid_utterance_onset(item: Any, now_ms: float) -> bool:
+    today = (now_ms - DAY_MS, now_ms + DAY_MS)
     return (
         isinstance(item, dict)
         and isinstance(item.get("id"), str)
         and len(item["id"]) <= UTTERANCE_ID_CHARS
         and isinstance(item.get("sample"), int)
         and not isinstance(item["sample"], bool)
-        and item["sample"] >= 0
-        and _finite(item.get("heard_ms"))
-        and _finite(item.get("drawn_ms"))
+        and 0 <= item["sample"] < 2**53
+        and within(item.get("heard_ms"), today)
+        and within(item.get("drawn_ms"), today)
+        and abs(item["drawn_ms"] - item["heard_ms"]) <= ONSET_RANGE_MS[1]
     )
 
 
 def _finite(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def within(value: Any, bounds: tuple[float, float]) -> bool:
+    """A number (not a bool) inside `bounds`, ends included: never inf or NaN."""
+    return _finite(value) and bounds[0] <= value <= bounds[1]

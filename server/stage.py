@@ -387,12 +387,18 @@ class Stage:
             if utt.end_sample is not None and utt.end_sample <= end:
                 self._playing.pop(utt.id, None)
                 self._finish(utt, UtteranceState.DONE)
+        self._forget_played(end)
+
+    def _forget_played(self, head: int) -> None:
+        """Announced events of speech the broadcast has passed are no use to a viewer who
+        joins: dropped as it passes them (kept until someone joined, they grew by some 8 KB a
+        phrase all night)."""
+        while self._announced and self._announced[0][0] <= head:
+            self._announced.popleft()
 
     def upcoming(self) -> list[tuple[str, dict]]:
         """Events of speech still to be played, for a viewer who joins now."""
-        head = self.broadcast.write_head
-        while self._announced and self._announced[0][0] <= head:
-            self._announced.popleft()
+        self._forget_played(self.broadcast.write_head)
         events: list[tuple[str, dict]] = []
         for _, _, phrase_event, viseme_event in self._announced:
             events += [

@@ -91,13 +91,22 @@ class LiveServer:
 
 
 async def request(
-    srv: Any, method: str, path: str, body: Any = None, token: str | None = "good", raw: Any = None
+    srv: Any,
+    method: str,
+    path: str,
+    body: Any = None,
+    token: str | None = "good",
+    raw: Any = None,
+    content_type: str = "application/json",
 ) -> tuple[int, Any]:
     """One HTTP call: as the host (token "good": the server's own), with another token, or
-    with none (None); a JSON body, or `raw` bytes. Returns the status and the JSON answer."""
+    with none (None); a JSON body, or `raw` bytes sent as `content_type`. Returns the status
+    and the JSON answer."""
     headers = srv.headers if token == "good" else {"Authorization": f"Bearer {token}"}
     if token is None:
         headers = {}
+    if raw is not None:
+        headers = {**headers, "Content-Type": content_type}
     kw = {"data": raw} if raw is not None else {"json": body}
     async with aiohttp.ClientSession() as http:
         r = await http.request(method, srv.url + path, headers=headers, **kw)

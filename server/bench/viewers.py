@@ -122,9 +122,14 @@ def _collect(clients: list[tuple[subprocess.Popen, Path]], seconds: float) -> di
 def run(counts: list[int], seconds: float) -> str:
     port, token = free_port(), "bench-viewers"
     env = {**os.environ, "ALLNIGHTER_HOST_TOKEN": token}
-    # the transport is what is measured: no ASR checker, whose work varies line by line
+    # the transport is what is measured: no ASR checker, whose work varies line by line; and
+    # every viewer comes from this one address, which a show open to the public limits
     config = Path(tempfile.mkstemp(suffix=".toml")[1])
-    config.write_text("load_asr = false\n")
+    config.write_text(
+        "load_asr = false\n[webrtc]\n"
+        f"max_viewers_per_address = {max(counts) + 1}\n"
+        f"offers_per_minute = {10 * max(counts) + 10}\noffer_burst = {max(counts) + 1}\n"
+    )
     server = subprocess.Popen(
         [sys.executable, "-m", "server.cli", "serve", "--port", str(port), "--config", str(config)],
         env=env,

@@ -6,8 +6,9 @@ import pytest
 
 from server.config import load_config
 from server.feedback import planned_word_starts, word_error_rate
+from server.ratelimit import RateLimit
 from server.rtp import strip_mdns_candidates
-from server.signals import RateLimit, _finite
+from server.signals import _finite
 
 
 def test_settings_file_overrides_defaults_and_env_gives_the_token(tmp_path):

@@ -5,6 +5,7 @@ voiced viseme. All on the fused clock (ms)."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 import socketio
@@ -113,7 +114,8 @@ def onset(utt_id: str, sample: int, heard_ms: float, drawn_ms: float) -> dict:
     return {"id": utt_id, "sample": sample, "heard_ms": heard_ms, "drawn_ms": drawn_ms}
 
 
-GOOD = onset("x", 0, 1.0, 2.0)
+NOW_MS = time.time() * 1000  # the server's fused clock, with no source, reads this one
+GOOD = onset("x", 0, NOW_MS, NOW_MS + 10)
 
 
 @pytest.mark.parametrize(
@@ -129,13 +131,16 @@ GOOD = onset("x", 0, 1.0, 2.0)
         ([GOOD, {**GOOD, "sample": True}], "a bool is no sample"),
         ([GOOD, {**GOOD, "heard_ms": "1"}], "heard_ms not a number"),
         ([GOOD, {k: v for k, v in GOOD.items() if k != "drawn_ms"}], "drawn_ms missing"),
+        ([GOOD, {**GOOD, "sample": 10**30}], "a sample no clock reaches"),
+        ([GOOD, {**GOOD, "heard_ms": 1e308, "drawn_ms": 1e308}], "times far from now"),
+        ([GOOD, {**GOOD, "heard_ms": NOW_MS - 20_000}], "heard 20 s before it was seen"),
     ],
 )
 def test_bad_utterance_onsets_are_refused_and_change_nothing(tone_server, spoken, value, why):
     utt_id, sample, _ = spoken
     # the first record is good and names a real utterance: it must not count either
     if isinstance(value, list) and value:
-        value = [onset(utt_id, sample, 1.0, 2.0), *value[1:]]
+        value = [onset(utt_id, sample, NOW_MS, NOW_MS + 10), *value[1:]]
 
     async def run():
         before = await cross_modal(tone_server, utt_id), await histogram(tone_server)

@@ -4,6 +4,7 @@ answering a viewer's chat message."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 import socketio
@@ -224,3 +225,59 @@ def test_pages_output_latency_reaches_the_desk_and_nonsense_is_dropped(tone_serv
     assert v["output_latency_unknown"] == 1
     junk = [s for s in kept.values() if "output_latency_ms" not in s]
     assert all(s.get("output_latency_source") in (None, "none") for s in junk), junk
+
+
+def strict_json(text: str):
+    """JSON as a browser's JSON.parse reads it: a literal NaN or Infinity is an error."""
+
+    def refuse(name: str):
+        raise ValueError(f"{name} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_figures_no_page_measures_are_dropped_and_the_desk_stays_strict_json(tone_server):
+    """Two viewers report 1e308 frames dropped (their sum overflowed into a 500) and onsets of
+    ±1e308 (the medians became Infinity, which the panel could not parse); every figure
+    outside what a page plausibly measures is dropped, and the desk answers strict JSON."""
+    huge = {
+        "dropped_frames": 1e308,
+        "fps": 1e308,
+        "lipsync_offset_ms": -1e308,
+        "frame_jitter_ms": 1e308,
+        "clock_offset_ms": 1e308,
+        "visemes_seen_share": 2.0,
+        "lipsync_onsets_ms": [1e308, -1e308, 5.0],
+    }
+
+    async def run():
+        clients = []
+        for _ in range(2):
+            c = socketio.AsyncClient()
+            await c.connect(tone_server.url)
+            assert await c.call("client_stats", {**huge, "fps": 50.0 + len(clients)}) == {
+                "ok": True
+            }
+            clients.append(c)
+        show = await request_raw(tone_server, "/api/v1/show")
+        said = await request_raw(tone_server, "/api/v1/utterances")
+        for c in clients:
+            await c.disconnect()
+        return show, said
+
+    (status, text), (said_status, said) = asyncio.run(run())
+    assert status == 200, text
+    v = strict_json(text)["viewers"]
+    assert v["fps_median"] == 50.5  # the plausible figure of each page is kept
+    assert v["dropped_frames"] is None and v["frame_jitter_ms_worst"] is None
+    assert v["lipsync_offset_ms_median"] is None and v["clock_offset_ms_median"] is None
+    assert v["lipsync_drawn_ms_p50"] == 5.0 and v["lipsync_drawn_ms_p95_abs"] == 5.0
+    assert said_status == 200 and isinstance(strict_json(said), dict)
+
+
+async def request_raw(srv, path: str) -> tuple[int, str]:
+    import aiohttp
+
+    async with aiohttp.ClientSession() as http:
+        async with http.get(srv.url + path, headers=srv.headers) as r:
+            return r.status, await r.text()

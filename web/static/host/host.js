@@ -83,13 +83,13 @@ async function api(method, path, body, withToken = token) {
   } catch (err) {
     return { status: 0, data: { error: "the server cannot be reached" } };
   }
-  let data = null;
   try {
-    data = await res.json();
+    return { status: res.status, data: await res.json() };
   } catch {
-    data = { error: `${res.status} ${res.statusText}` };
+    // not JSON (a proxy's error page, a body cut short): an error, whatever the status said
+    const error = `${res.status} ${res.statusText}: the answer was not JSON`;
+    return { status: res.ok ? 502 : res.status, data: { error } };
   }
-  return { status: res.status, data };
 }
 
 function explain(status, data) {
@@ -154,21 +154,34 @@ async function poll() {
     signOut("Wrong host token");
     return;
   }
-  if (status === 200) render(data);
-  else showLink("offline", status === 0 ? "offline" : `error ${status}`);
+  // whatever comes back, the panel polls on: one bad answer must not freeze it for the night
+  try {
+    if (status === 200) render(data);
+    else showLink("offline", status === 0 ? "offline" : `error ${status}`, explain(status, data));
+  } catch (err) {
+    console.error("the show's state could not be shown", err);
+    showLink("offline", "bad answer", `The show's state could not be shown: ${err.message}`);
+  }
   pollTimer = setTimeout(poll, POLL_MS);
 }
 
 async function refreshNow() {
   if (!token) return;
   const { status, data } = await api("GET", "/api/v1/show");
-  if (status === 200) render(data);
+  if (status !== 200) return; // the next poll says what is wrong
+  try {
+    render(data);
+  } catch (err) {
+    console.error("the show's state could not be shown", err);
+  }
 }
 
-function showLink(state, text) {
+// `why`: the whole message, on hover (the pill has room for a word or two)
+function showLink(state, text, why = "") {
   const pill = $("show-state");
   pill.dataset.state = state;
   setText(pill, text);
+  pill.title = why;
 }
 
 let lastShow = null;

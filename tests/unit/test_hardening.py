@@ -1,0 +1,138 @@
+"""What anonymous viewers and foreign pages send cannot take the show down or act for the host:
+bodies are read whole and only as JSON, and only the stage's own pages open its socket."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+import socketio
+
+from server.bench.harness import request, say, until_final
+from server.signals import same_origin_or
+
+
+async def post_in_pieces(srv, path: str, body: bytes, pause: float = 0.3) -> tuple[int, dict]:
+    """POST `body` in two TCP segments, a pause between them, as a browser's large offer can
+    arrive; the status and the JSON answer."""
+    host, port = srv.url.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\n"
+        f"Authorization: Bearer {srv.cfg.host_token}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    ).encode()
+    half = len(body) // 2
+    writer.write(head + body[:half])
+    await writer.drain()
+    await asyncio.sleep(pause)
+    writer.write(body[half:])
+    await writer.drain()
+    answer = await reader.read()
+    writer.close()
+    status = int(answer.split(b" ", 2)[1])
+    return status, json.loads(answer.split(b"\r\n\r\n", 1)[1])
+
+
+def test_a_body_that_arrives_in_pieces_is_read_whole(tone_server):
+    async def run():
+        status, body = await post_in_pieces(
+            tone_server, "/api/v1/say", json.dumps({"text": "arrived in two parts"}).encode()
+        )
+        assert status == 202, body
+        return await until_final(tone_server, body["utterance_id"], timeout=20)
+
+    assert asyncio.run(run())["state"] == "done"
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded"])
+@pytest.mark.parametrize("path", ["/api/v1/say", "/api/v1/offer", "/api/v1/chat/answer"])
+def test_a_body_not_sent_as_json_is_refused_with_415(tone_server, path, content_type):
+    """What a cross-site form posts without asking: never read, whatever it holds."""
+    body = json.dumps({"text": "forged", "sdp": "v=0", "type": "offer", "id": "x"}).encode()
+    status, answer = asyncio.run(
+        request(tone_server, "POST", path, raw=body, content_type=content_type)
+    )
+    assert status == 415, answer
+    assert "Content-Type: application/json" in answer["error"]
+
+
+async def connect(srv, origin: str | None) -> bool:
+    c = socketio.AsyncClient(reconnection=False)
+    headers = {"Origin": origin} if origin else {}
+    try:
+        await c.connect(srv.url, headers=headers, transports=["websocket"], wait_timeout=5)
+    except socketio.exceptions.ConnectionError:
+        return False
+    await c.disconnect()
+    return True
+
+
+def test_only_the_stages_own_pages_open_its_socket(tone_server):
+    own = tone_server.url  # http://127.0.0.1:port, as the stage page's origin is
+
+    async def run():
+        return {
+            origin: await connect(tone_server, origin)
+            for origin in [own, None, "https://evil.example", own + ".evil.example", "null"]
+        }
+
+    assert asyncio.run(run()) == {
+        own: True,
+        None: True,  # no browser: Origin is a browser's guard, and other clients are viewers
+        "https://evil.example": False,
+        own + ".evil.example": False,
+        "null": False,
+    }
+
+
+def test_origins_allowed_by_the_config_and_behind_a_proxy():
+    check = same_origin_or(["https://embed.example"])
+    proxied = {"HTTP_HOST": "show.example", "wsgi.url_scheme": "http"}
+    assert check("https://show.example", proxied)  # TLS ended at the proxy
+    assert check("http://show.example", proxied)
+    assert check("https://embed.example", proxied)
+    assert not check("https://embed.example.evil", proxied)
+    assert not check("ftp://show.example", proxied)
+    forged = {**proxied, "HTTP_X_FORWARDED_HOST": "evil.example"}
+    assert not check("https://evil.example", forged)
+
+
+async def headers_of(srv, path: str) -> dict[str, str]:
+    import aiohttp
+
+    async with aiohttp.ClientSession() as http:
+        async with http.get(srv.url + path, headers=srv.headers) as r:
+            return dict(r.headers)
+
+
+@pytest.mark.parametrize(
+    "path", ["/", "/host", "/api/v1/show", "/api/v1/roles", "/healthz", "/static/stage/main.js"]
+)
+def test_every_answer_carries_the_security_headers(tone_server, path):
+    h = asyncio.run(headers_of(tone_server, path))
+    assert h["X-Content-Type-Options"] == "nosniff"
+    assert h["Referrer-Policy"] == "no-referrer"
+    csp = h.get("Content-Security-Policy", "")
+    if path == "/host":  # never framed by another site's page
+        assert "frame-ancestors 'none'" in csp and h["X-Frame-Options"] == "DENY"
+    if path == "/":
+        assert "frame-ancestors 'self'" in csp
+    if path in ("/host", "/api/v1/show", "/api/v1/roles"):
+        assert h["Cache-Control"] == "no-store"
+
+
+def test_announced_speech_is_forgotten_as_it_plays_with_nobody_joining(tone_server):
+    """The events replayed to viewers who join stay as few as the phrases still to play."""
+    stage = tone_server.app["live"]["stage"]
+    held: list[int] = []
+
+    async def run():
+        for i in range(12):
+            _, body = await say(tone_server, f"line{i}")
+            await until_final(tone_server, body["utterance_id"], timeout=20)
+            held.append(len(stage._announced))
+
+    asyncio.run(run())
+    assert max(held) <= 1, held
