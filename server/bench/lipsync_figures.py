@@ -5,12 +5,12 @@ A record is {"t": epoch ms, "heard": when the newest sample the probe read leave
 the last 5 ms, "loudAt": when the first sample above the onset amplitude after 5 ms of quiet,
 newer than the last record's, is heard (or null), "playedUntil": when its last sample above
 silence is heard (or null), "mouth": mouth_open as drawn, "viseme": the viseme drawn, "frame":
-the frame's timestamp, epoch ms}. Sound is timed as it leaves the speakers, where the viewer hears it; a render-time figure
-(`rendered_offsets`) takes the reported latency off. The audio onset
-is that first loud sample after a quiet stretch (timed within the frame, not at the frame); the
-mouth onset is the first frame drawn, as the mouth opens from closed, past half the opening of
-its first viseme: an edge is timed at its midpoint, as the page centres each viseme's
-crossfade on its start (a fixed threshold would time an "aa" earlier than an "I").
+the frame's timestamp, epoch ms}. Sound is timed as it leaves the speakers, where the viewer
+hears it; a render-time figure (`rendered_offsets`) takes the reported latency off. The audio
+onset is that first loud sample after a quiet stretch (timed within the frame, not at the
+frame); the mouth onset is the first frame drawn, as the mouth opens from closed, past half the
+opening of its first viseme: an edge is timed at its midpoint, as the page centres each
+viseme's crossfade on its start (a fixed threshold would time an "aa" earlier than an "I").
 The mouth is timed when its frame is seen: a display period after the vsync it was begun at
 (its timestamp), however late in it the scripts that drew it ran, unless they ran past the next
 vsync and it went by without a frame: then a period later.
