@@ -17,7 +17,7 @@ from server.bench.browser import behind_the_browser, chromium_path, launch
 from server.bench.harness import LiveServer, request
 from server.config import load_config
 
-TOKEN = "e2e-host-token"
+TOKEN = "e2e-host-token-0123"
 SHOTS = Path(__file__).resolve().parent.parent / ".artifacts" / "screenshots"
 
 

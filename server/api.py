@@ -55,6 +55,10 @@ async def read_json(request: web.Request, limit: int = MAX_JSON_BYTES) -> dict:
         raise ApiError(400, "body is not valid JSON") from None
     if not isinstance(body, dict):
         raise ApiError(400, "body must be a JSON object")
+    try:  # JSON may escape half a surrogate pair ("\ud800"), which is no text to speak
+        json.dumps(body, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        raise ApiError(400, "body holds a lone surrogate (\\ud800-\\udfff): not text") from None
     return body
 
 
@@ -62,7 +66,9 @@ def require_host(request: web.Request) -> None:
     token: str = request.app["config"].host_token
     header = request.headers.get("Authorization", "")
     given = header[7:].strip() if header.startswith("Bearer ") else ""
-    if not given or not hmac.compare_digest(given.encode(), token.encode()):
+    # a header's bytes as they came (aiohttp keeps invalid UTF-8 as surrogate escapes)
+    given_bytes = given.encode("utf-8", "surrogateescape")
+    if not given or not hmac.compare_digest(given_bytes, token.encode()):
         request.app["metrics"].rejected.labels("auth").inc()
         raise ApiError(401, "missing or wrong host token")
 

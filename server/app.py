@@ -158,7 +158,8 @@ async def _bring_up(app: web.Application, models: Models | None) -> None:
             models = await loop.run_in_executor(None, load_models, cfg, progress)
         except Exception as exc:
             log.exception("model loading failed")
-            app["loading"]["step"] = f"failed: {exc}"
+            # the reason is in the log: /healthz is public, and the text describes the machine
+            app["loading"]["step"] = f"failed ({type(exc).__name__}): see the server's log"
             return
     app["live"]["models"] = models  # a restarted server in the same process can reuse them
     feedback = None

@@ -74,6 +74,13 @@ class ChatConfig:
     max_chars: int = 300
     per_minute: int = 10  # messages per viewer per minute
     burst: int = 3
+    # per address, however many sockets it opens (viewers behind one NAT share it), and for
+    # the whole chat: a script cannot refill its budget by reconnecting, nor flood the last 50
+    # messages the host picks from
+    per_minute_per_address: int = 30
+    burst_per_address: int = 10
+    per_minute_total: int = 120
+    burst_total: int = 30
 
 
 @dataclass
@@ -157,6 +164,7 @@ def _build(cls: type, data: dict[str, Any]) -> Any:
     return cls(**kwargs)
 
 
+MIN_TOKEN_CHARS = 16
 ORIGIN = re.compile(r"https?://[^/\s:]+(:\d{1,5})?")
 
 
@@ -213,6 +221,11 @@ def load_config(path: str | Path | None = None, env: dict[str, str] | None = Non
     for origin in cfg.allowed_origins:
         if not isinstance(origin, str) or not ORIGIN.fullmatch(origin):
             raise ValueError(f'allowed_origins holds "scheme://host[:port]" each, not {origin!r}')
+    if cfg.host_token and len(cfg.host_token) < MIN_TOKEN_CHARS:
+        raise ValueError(
+            f"the host token must be at least {MIN_TOKEN_CHARS} characters: a short one can be"
+            " guessed (leave it unset for a generated one)"
+        )
     if not cfg.host_token:
         cfg.host_token = secrets.token_urlsafe(24)
         cfg.token_generated = True

@@ -149,7 +149,8 @@ class ViewerPeers:
         except Exception as exc:  # aiortc raises many types on malformed SDP
             track.stop()
             await pc.close()
-            raise OfferError(f"malformed offer: {exc}") from exc
+            log.info("offer not answered: %r", exc)  # not echoed: it describes the server
+            raise OfferError("malformed offer: it could not be answered") from exc
         viewer = Viewer(uuid.uuid4().hex, pc, track, rtp_base, address)
 
         @pc.on("connectionstatechange")
@@ -185,7 +186,8 @@ def offer_sections(sdp: str) -> list[tuple[str, str]]:
     try:
         parsed = SessionDescription.parse(sdp)
     except Exception as exc:  # aiortc's parser raises what the text leads it to
-        raise OfferError(f"malformed offer: {exc}") from exc
+        log.info("offer not parsed: %r", exc)
+        raise OfferError("malformed offer: its SDP could not be parsed") from exc
     sections = [(m.kind, m.direction or "sendrecv") for m in parsed.media]
     if any(k == "application" for k, _ in sections):
         raise OfferError("the offer has a data channel section: only audio is answered")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import math
+import unicodedata
 import uuid
 from collections import deque
 from collections.abc import Callable
@@ -17,7 +18,7 @@ import socketio
 
 from .config import ChatConfig
 from .metrics import Metrics
-from .ratelimit import RateLimit
+from .ratelimit import PerAddress, RateLimit
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,14 @@ UTTERANCE_ONSETS_PER_REPORT = 50  # utterances' first voiced visemes a page may 
 UTTERANCE_ID_CHARS = 64
 UTTERANCE_ONSET_FIELDS = ("id", "sample", "heard_ms", "drawn_ms")  # all that is passed on
 RECENT_CHAT = 50  # viewer chat messages kept for the host panel
+# The most one socket.io message may carry: a page's largest, a client_stats report with 200
+# onsets and 50 utterance onsets, is about 10 KB (engineio's default is 1 MB)
+MAX_MESSAGE_BYTES = 32 * 1024
+# How often a socket may send each event (a page: a timesync burst of 5 at connect, then one
+# every 10 s; client_stats every 5 s): a burst, then so many a minute
+EVENT_RATES = {"timesync": (30, 10), "client_stats": (30, 5)}
+# refusals for going too fast after which a socket is let go: it does not slow down
+STRIKES = 20
 
 
 def error(message: str) -> dict:
@@ -61,13 +70,19 @@ class Signals:
         self, chat: ChatConfig, metrics: Metrics, clock: Any, allowed_origins: list[str]
     ) -> None:
         self.sio = socketio.AsyncServer(
-            async_mode="aiohttp", cors_allowed_origins=same_origin_or(allowed_origins)
+            async_mode="aiohttp",
+            cors_allowed_origins=same_origin_or(allowed_origins),
+            max_http_buffer_size=MAX_MESSAGE_BYTES,
         )
         self.chat_cfg = chat
         self.metrics = metrics
         self.clock = clock
         self.state: dict[str, Any] = {"fallback_level": 0, "night": False}
-        self._limits: dict[str, RateLimit] = {}
+        self._limits: dict[str, dict[str, RateLimit]] = {}  # each socket's, by event
+        self._address: dict[str, str] = {}
+        self._strikes: dict[str, int] = {}
+        self._chat_by_address = PerAddress(chat.per_minute_per_address, chat.burst_per_address)
+        self._chat_total = RateLimit(chat.per_minute_total, chat.burst_total)
         self.client_stats: dict[str, dict] = {}
         self.onsets: dict[str, deque[float]] = {}  # each viewer's latest lip-sync offsets (ms)
         # the last viewer chat messages {"id", "from", "text", "time" (ms, fused clock)}: the
@@ -90,13 +105,22 @@ class Signals:
         await self.sio.emit(event, data)
 
     async def _connect(self, sid: str, environ: dict, auth: Any = None) -> None:
-        self._limits[sid] = RateLimit(self.chat_cfg.per_minute, self.chat_cfg.burst)
+        # engineio's environ says 127.0.0.1 for every aiohttp client: the request knows
+        request = environ.get("aiohttp.request")
+        self._address[sid] = (request.remote if request is not None else None) or ""
+        chat = self.chat_cfg
+        self._limits[sid] = {
+            "chat": RateLimit(chat.per_minute, chat.burst),
+            **{event: RateLimit(*rate) for event, rate in EVENT_RATES.items()},
+        }
         await self.sio.emit("state", self.state, to=sid)
         for event, data in self.upcoming():
             await self.sio.emit(event, data, to=sid)
 
     async def _disconnect(self, sid: str, *args: Any) -> None:
         self._limits.pop(sid, None)
+        self._address.pop(sid, None)
+        self._strikes.pop(sid, None)
         self.client_stats.pop(sid, None)
         if self.onsets.pop(sid, None):
             self.metrics.viewer_lipsync.remove(sid)  # labelled once it had an onset
@@ -105,24 +129,40 @@ class Signals:
         if not isinstance(data, dict) or not isinstance(data.get("text"), str):
             self.metrics.rejected.labels("chat_shape").inc()
             return error('chat needs {"text": string}')
-        text = data["text"].strip()
+        text = plain_text(data["text"]).strip()
         if not text:
             return error("empty message")
         if len(text) > self.chat_cfg.max_chars:
             self.metrics.rejected.labels("chat_too_long").inc()
             return error(f"message longer than {self.chat_cfg.max_chars} characters")
-        limit = self._limits.setdefault(
-            sid, RateLimit(self.chat_cfg.per_minute, self.chat_cfg.burst)
-        )
-        if not limit.allow():
+        too_fast = await self._too_fast(sid, "chat")
+        if too_fast is None and not self._chat_by_address.allow(self._address.get(sid, "")):
+            too_fast = error("slow down: too many messages from your address")
+        if too_fast is None and not self._chat_total.allow():
+            too_fast = error("slow down: too many messages in the chat just now")
+        if too_fast is not None:
             self.metrics.rejected.labels("chat_rate").inc()
-            return error("slow down: too many messages")
+            return too_fast
         msg = {"from": f"viewer-{sid[:6]}", "text": text, "id": uuid.uuid4().hex[:12]}
         self.recent_chat.append({**msg, "time": round(self.clock.now_ms())})
         await self.sio.emit("chat", msg)
         return {"ok": True, "id": msg["id"]}
 
+    async def _too_fast(self, sid: str, event: str) -> dict | None:
+        """An error ack when `sid` sends `event` faster than it may (None: go on); a socket
+        refused STRIKES times is disconnected."""
+        limit = self._limits.get(sid, {}).get(event)
+        if limit is None or limit.allow():
+            return None
+        self._strikes[sid] = strikes = self._strikes.get(sid, 0) + 1
+        if strikes >= STRIKES:
+            log.info("socket %s keeps sending too fast: disconnected", sid[:8])
+            await self.sio.disconnect(sid)
+        return error(f"slow down: too many {event} messages")
+
     async def _timesync(self, sid: str, data: Any = None) -> dict:
+        if (too_fast := await self._too_fast(sid, "timesync")) is not None:
+            return too_fast
         t1 = self.clock.now_ms()
         t0 = data.get("t0") if isinstance(data, dict) else None
         if not _finite(t0):
@@ -130,6 +170,8 @@ class Signals:
         return {"t0": t0, "t1": t1, "t2": self.clock.now_ms()}
 
     async def _client_stats(self, sid: str, data: Any = None) -> dict:
+        if (too_fast := await self._too_fast(sid, "client_stats")) is not None:
+            return too_fast
         if not isinstance(data, dict) or len(data) > 32:
             return error("client_stats needs an object")
         onsets = data.get("lipsync_onsets_ms", [])
@@ -159,6 +201,21 @@ class Signals:
         for listen in self.report_listeners:
             listen(sid, data)
         return {"ok": True}
+
+
+# Bidi embeddings, overrides, isolates and marks: in a viewer's message they reorder the text
+# around it on every screen that shows it (the host panel's included)
+BIDI_CONTROLS = frozenset(
+    "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
+)
+
+
+def plain_text(text: str) -> str:
+    """A viewer's text without control characters (one line: no newlines either), bidi
+    controls, or halves of surrogate pairs (JSON can carry one; it is no text)."""
+    return "".join(
+        c for c in text if c not in BIDI_CONTROLS and unicodedata.category(c) not in ("Cc", "Cs")
+    )
 
 
 def same_origin_or(allowed: list[str]) -> Callable[[str, dict], bool]:

@@ -9,7 +9,7 @@ from server.bench.harness import LiveServer
 from server.config import load_config
 from tests.fakes import ToneTTS, WordsLLM
 
-TOKEN = "test-host-token"
+TOKEN = "test-host-token-0123"
 
 
 @pytest.fixture(scope="module")

@@ -130,7 +130,7 @@ def _first_sentence_floor(tts: Any, text: str) -> float:
 
 
 def run(n: int, config: str | None, peer_lines: int = len(VERBATIM)) -> str:
-    cfg = load_config(config, env={"ALLNIGHTER_HOST_TOKEN": "bench"})
+    cfg = load_config(config, env={"ALLNIGHTER_HOST_TOKEN": "bench-latency-token"})
     srv = LiveServer(cfg).start(ready_timeout=900)
     try:
         ours = measure_allnighter(srv, VERBATIM[:peer_lines], _settle, _say_and_wait)

@@ -120,7 +120,7 @@ def _collect(clients: list[tuple[subprocess.Popen, Path]], seconds: float) -> di
 
 
 def run(counts: list[int], seconds: float) -> str:
-    port, token = free_port(), "bench-viewers"
+    port, token = free_port(), "bench-viewers-token"
     env = {**os.environ, "ALLNIGHTER_HOST_TOKEN": token}
     # the transport is what is measured: no ASR checker, whose work varies line by line; and
     # every viewer comes from this one address, which a show open to the public limits

@@ -118,7 +118,7 @@ def test_the_server_follows_a_configured_ntp_server_and_warns_about_a_dead_one()
         cfg = load_config(
             None,
             env={
-                "ALLNIGHTER_HOST_TOKEN": "t",
+                "ALLNIGHTER_HOST_TOKEN": "timesync-test-token",
                 "ALLNIGHTER_NTP_SERVERS": f"127.0.0.1:{ntp.port},127.0.0.1:{dead}",
             },
         )

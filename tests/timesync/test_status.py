@@ -34,7 +34,7 @@ def test_metrics_show_the_fused_clock_and_each_ntp_source_with_the_outvoted_one_
         cfg = load_config(
             None,
             env={
-                "ALLNIGHTER_HOST_TOKEN": "t",
+                "ALLNIGHTER_HOST_TOKEN": "timesync-test-token",
                 "ALLNIGHTER_NTP_SERVERS": ",".join(f"127.0.0.1:{s.port}" for s in (a, b, wrong)),
             },
         )

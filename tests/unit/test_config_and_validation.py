@@ -14,11 +14,11 @@ from server.signals import _finite
 def test_settings_file_overrides_defaults_and_env_gives_the_token(tmp_path):
     f = tmp_path / "show.toml"
     f.write_text('port = 9000\n[stage]\nqueue_size = 3\n[[roles]]\nname = "iris"\n')
-    cfg = load_config(f, env={"ALLNIGHTER_HOST_TOKEN": "secret"})
+    cfg = load_config(f, env={"ALLNIGHTER_HOST_TOKEN": "secret-host-token"})
     assert cfg.port == 9000 and cfg.stage.queue_size == 3 and cfg.host == "127.0.0.1"
     assert cfg.role("iris") is not None and cfg.role("nova") is None
     assert cfg.role(None).name == "iris"
-    assert cfg.host_token == "secret" and not cfg.token_generated
+    assert cfg.host_token == "secret-host-token" and not cfg.token_generated
 
 
 def test_a_token_is_generated_when_none_is_set():

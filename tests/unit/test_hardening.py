@@ -136,3 +136,136 @@ def test_announced_speech_is_forgotten_as_it_plays_with_nobody_joining(tone_serv
 
     asyncio.run(run())
     assert max(held) <= 1, held
+
+
+async def raw_request(srv, head: str, body: bytes = b"", extra: bytes = b"") -> tuple[int, bytes]:
+    """One request written byte for byte (headers no client library would send): its status
+    and body."""
+    host, port = srv.url.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    lines = f"{head}\r\nHost: {host}:{port}\r\nConnection: close\r\n".encode() + extra
+    if body:
+        lines += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n".encode()
+    writer.write(lines + b"\r\n" + body)
+    await writer.drain()
+    answer = await reader.read()
+    writer.close()
+    return int(answer.split(b" ", 2)[1]), answer.split(b"\r\n\r\n", 1)[1]
+
+
+def test_odd_bytes_get_clean_refusals(tone_server):
+    token = f"Authorization: Bearer {tone_server.cfg.host_token}\r\n".encode()
+
+    async def run():
+        return [
+            # invalid UTF-8 where the token goes
+            await raw_request(
+                tone_server,
+                "GET /api/v1/show HTTP/1.1",
+                extra=b"Authorization: Bearer \xff\xfe\x80\r\n",
+            ),
+            # half a surrogate pair in a line to speak, and in an offer
+            await raw_request(
+                tone_server, "POST /api/v1/say HTTP/1.1", b'{"text": "hi \\ud800"}', token
+            ),
+            await raw_request(
+                tone_server,
+                "POST /api/v1/offer HTTP/1.1",
+                b'{"sdp": "v=0\\r\\nm=audio \\udfff", "type": "offer"}',
+            ),
+            await raw_request(
+                tone_server,
+                "POST /api/v1/offer HTTP/1.1",
+                b'{"sdp": "m=audio 9 RTP/AVP 0\\r\\na=%%%", "type": "offer"}',
+            ),
+        ]
+
+    (auth, say_half, offer_half, offer_bad) = asyncio.run(run())
+    assert auth[0] == 401 and b"token" in auth[1]
+    assert say_half[0] == 400 and b"surrogate" in say_half[1]
+    assert offer_half[0] == 400 and b"surrogate" in offer_half[1]
+    # a refusal says what was wrong with the offer, not what the parser raised
+    assert offer_bad[0] == 400 and json.loads(offer_bad[1])["error"].startswith("malformed offer")
+    assert b"Error" not in offer_bad[1] and b"Traceback" not in offer_bad[1]
+
+
+def test_a_viewers_chat_has_no_control_or_bidi_characters(tone_server):
+    async def run():
+        c = socketio.AsyncClient()
+        await c.connect(tone_server.url)
+        ack = await c.call("chat", {"text": "hi\u202e\u2066 there\n\x07\x1b[31m \ud83d"})
+        await c.disconnect()
+        return ack
+
+    ack = asyncio.run(run())
+    assert ack["ok"], ack
+    said = next(m for m in tone_server.app["signals"].recent_chat if m["id"] == ack["id"])
+    assert said["text"] == "hi there[31m"
+
+
+def test_a_short_host_token_is_refused_at_start():
+    from server.config import load_config
+
+    with pytest.raises(ValueError, match="at least 16 characters"):
+        load_config(None, env={"ALLNIGHTER_HOST_TOKEN": "hunter2"})
+    assert len(load_config(None, env={}).host_token) >= 16  # a generated one
+
+
+def test_reconnecting_does_not_refill_the_chat_budget(tone_server):
+    """Ten sockets from one address, one after another, each with its own fresh burst of 3:
+    the address's budget of 10 holds them all."""
+    chat = tone_server.cfg.chat
+
+    async def run():
+        accepted = 0
+        for k in range(10):
+            c = socketio.AsyncClient()
+            await c.connect(tone_server.url)
+            for i in range(chat.burst):
+                accepted += (await c.call("chat", {"text": f"again {k}.{i}"}))["ok"]
+            await c.disconnect()
+        return accepted
+
+    accepted = asyncio.run(run())
+    # without it, 30; a message or two more may be earned while the test runs (30 a minute),
+    # and other tests here spent some of the address's budget
+    assert chat.burst <= accepted <= chat.burst_per_address + 3, accepted
+
+
+def test_a_socket_sending_too_much_is_refused_and_then_let_go(tone_server):
+    async def too_big():
+        c = socketio.AsyncClient(reconnection=False)
+        await c.connect(tone_server.url, transports=["websocket"])
+        try:  # 200 KB against a 32 KB cap: the server closes the socket without an answer
+            await c.call("client_stats", {"fps": 50.0, "pad": "x" * 200_000}, timeout=5)
+            answered = True
+        except socketio.exceptions.TimeoutError:
+            answered = False
+        await asyncio.sleep(0.5)
+        still = c.connected
+        await c.disconnect()
+        return answered, still
+
+    async def flood():
+        c = socketio.AsyncClient(reconnection=False)
+        await c.connect(tone_server.url, transports=["websocket"])
+        acks = []
+        for _ in range(60):
+            if not c.connected:
+                break
+            try:
+                acks.append(await c.call("timesync", {"t0": 1.0}, timeout=2))
+            except socketio.exceptions.TimeoutError:
+                break
+        await asyncio.sleep(0.5)
+        gone = not c.connected
+        await c.disconnect()
+        return acks, gone
+
+    assert asyncio.run(too_big()) == (False, False), "a 200 KB message was taken"
+    acks, gone = asyncio.run(flood())
+    ok = [a for a in acks if "t1" in a]
+    refused = [a for a in acks if a.get("ok") is False]
+    assert len(ok) <= 12, len(ok)  # a burst of 10, and what refills meanwhile
+    assert refused and "too many timesync" in refused[0]["error"]
+    assert gone and len(refused) <= 20, (len(refused), gone)

@@ -20,7 +20,7 @@ def test_healthz_is_503_while_loading_then_200(monkeypatch):
         return Models(WordsLLM(), ToneTTS(), None)
 
     monkeypatch.setattr(app_module, "load_models", slow_load)
-    srv = LiveServer(load_config(None, env={"ALLNIGHTER_HOST_TOKEN": "t"}))
+    srv = LiveServer(load_config(None, env={"ALLNIGHTER_HOST_TOKEN": "health-test-token"}))
     srv._thread.start()
     srv.call(srv._start())
 
@@ -57,7 +57,7 @@ def test_roles_lists_the_characters(tone_server):
 
 
 def test_pages_are_served_and_escape_role_names(tmp_path):
-    cfg = load_config(None, env={"ALLNIGHTER_HOST_TOKEN": "t"})
+    cfg = load_config(None, env={"ALLNIGHTER_HOST_TOKEN": "health-test-token"})
     cfg.roles[0].name = "<script>x</script>"
     cfg.stage.viseme_lead_ms = 12.5
     cfg.stage.viseme_hold_ms = 90
