@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import time
 from typing import Any
 
 from aiohttp import web
@@ -179,16 +180,26 @@ async def fused_time(request: web.Request) -> web.Response:
 
 
 async def healthz(request: web.Request) -> web.Response:
-    if request.app["live"].get("stage") is None:
+    """200 while the show is on air: models loaded, frames going out, utterances taken off
+    the queue; 503 with what is wrong otherwise (a load balancer or a watchdog acts on it)."""
+    stage = request.app["live"].get("stage")
+    if stage is None:
         return json_response({"status": "loading", **request.app["loading"]}, status=503)
     broadcast = request.app["broadcast"]
+    problems = []
+    if not broadcast.on_air(time.monotonic()):
+        problems.append("no broadcast frame has gone out for over a second")
+    if not stage.working:
+        problems.append("the stage's worker has stopped")
     return json_response(
         {
-            "status": "ok",
+            "status": "off air" if problems else "ok",
+            "problems": problems,
             "viewers": len(request.app["peers"]),
-            "queue": len(request.app["live"]["stage"].queue),
+            "queue": len(stage.queue),
             "current_sample": broadcast.write_head,
-        }
+        },
+        status=503 if problems else 200,
     )
 
 

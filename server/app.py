@@ -121,7 +121,7 @@ def build_app(
         broadcast = Broadcast(media, timeline)
         app["media_clock"], app["timeline"], app["broadcast"] = media, timeline, broadcast
         app["peers"] = ViewerPeers(broadcast, cfg.webrtc)
-        broadcast.start()
+        broadcast.start(restarted=metrics.task_restarts.labels("broadcast").inc)
         loop = asyncio.get_running_loop()
         app["time_task"] = loop.create_task(poller.run(), name="timesync")
         app["stall_watch"] = watch = StallWatch()

@@ -19,7 +19,7 @@ import av
 import numpy as np
 
 from .mediaclock import MediaClock
-from .tasks import cancel_and_wait
+from .tasks import cancel_and_wait, supervised
 from .timeline import SpeechTimeline
 
 log = logging.getLogger(__name__)
@@ -106,6 +106,7 @@ class Broadcast:
         self._encoder = OpusEncoder(clock.sample_rate)
         self._kick = asyncio.Event()
         self._task: asyncio.Task | None = None
+        self.last_frame_at: float | None = None  # when the latest frame left (monotonic)
 
     @property
     def write_head(self) -> int:
@@ -131,8 +132,14 @@ class Broadcast:
         """
         self._kick.set()
 
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="broadcast")
+    def start(self, restarted: Callable[[], None] = lambda: None) -> None:
+        self._task = asyncio.get_running_loop().create_task(
+            supervised("broadcast", self._run, restarted), name="broadcast"
+        )
+
+    def on_air(self, now: float, within_s: float = 1.0) -> bool:
+        """Frames are going out: the last left within `within_s` of `now` (monotonic)."""
+        return self.last_frame_at is not None and now - self.last_frame_at <= within_s
 
     async def stop(self) -> None:
         await cancel_and_wait(self._task)
@@ -181,6 +188,7 @@ class Broadcast:
             for listener in self._listeners:
                 listener.put(packet)
         self.frames_sent += 1
+        self.last_frame_at = time.monotonic()
         self.timeline.drop_before(start)
         frame = EmittedFrame(
             start=start,

@@ -41,6 +41,11 @@ class ModelConfig:
     llm_dtype: str = "auto"  # auto: bfloat16 where the hardware has it, else float32
     max_new_tokens: int = 48
     temperature: float = 0.7
+    # a synthesis call, and a wait for the LLM's next token (which the speech-first gate holds
+    # while speech is synthesized), that takes longer has hung: its utterance is failed and the
+    # stage goes on (with a new TTS thread)
+    tts_deadline_s: float = 20.0
+    llm_token_deadline_s: float = 60.0
 
 
 @dataclass

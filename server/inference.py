@@ -7,44 +7,92 @@ calls to one model are serialised (the model objects are not thread-safe).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
+import queue
 import threading
 from collections.abc import AsyncIterator, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from models.device import lower_priority  # noqa: F401 (the benches take it from here too)
 
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 _DONE = object()
 
 
+class ModelTimeout(TimeoutError):
+    """A model call that did not return within its deadline; the message says which."""
+
+
 class ModelThread:
     """One dedicated thread for one model's blocking calls; `nice` lowers its priority by that
-    much below the thread that first calls it (the server's)."""
+    much below the thread that starts it (the server's).
 
-    def __init__(self, name: str, nice: int = 0) -> None:
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix=name, initializer=self._init)
+    With `deadline_s`, an async call that has not returned by then raises ModelTimeout and the
+    thread is given up: its call may never return (a hung synthesis), and every later call
+    would wait behind it. Later calls go to a fresh thread; the old one ends when its call
+    does. (Daemon threads: a hung one does not hold the process at exit.)"""
+
+    def __init__(self, name: str, nice: int = 0, deadline_s: float | None = None) -> None:
+        self.name = name
+        self.deadline_s = deadline_s
+        self.abandoned = 0  # threads given up so far
         self._nice = nice
+        self._jobs = self._start()
 
-    def _init(self) -> None:
+    def _start(self) -> queue.SimpleQueue:
+        jobs: queue.SimpleQueue = queue.SimpleQueue()
+        threading.Thread(target=self._work, args=(jobs,), name=self.name, daemon=True).start()
+        return jobs
+
+    def _work(self, jobs: queue.SimpleQueue) -> None:
         # the ASR thread (and the threads it starts) yields the CPU to the speech path instead
         # of delaying audio
         if self._nice:
             lower_priority(self._nice)
+        while (job := jobs.get()) is not None:
+            fn, args, done = job
+            if done.set_running_or_notify_cancel():
+                try:
+                    done.set_result(fn(*args))
+                except BaseException as exc:
+                    done.set_exception(exc)
+
+    def _submit(self, fn: Any, *args: Any, jobs: queue.SimpleQueue | None = None) -> Future:
+        done: Future = Future()
+        (jobs or self._jobs).put((fn, args, done))
+        return done
 
     def run_sync(self, fn: Any, *args: Any) -> Any:
         """Run on this thread and wait (from another thread, e.g. while loading models).
 
         A model built here starts its worker threads here, and they inherit the nice value.
         """
-        return self._pool.submit(fn, *args).result()
+        return self._submit(fn, *args).result()
 
     async def call(self, fn: Any, *args: Any) -> Any:
-        return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+        done = asyncio.wrap_future(self._submit(fn, *args))
+        if self.deadline_s is None:
+            return await done
+        try:
+            return await asyncio.wait_for(done, self.deadline_s)
+        except TimeoutError:
+            self._give_up()
+            raise ModelTimeout(f"{self.name} did not answer within {self.deadline_s:g} s") from None
+
+    def _give_up(self) -> None:
+        """Leave the thread to its call; what comes next runs on a new one."""
+        self._jobs.put(None)
+        self._jobs = self._start()
+        self.abandoned += 1
+        log.error("%s: a call outlived its deadline; going on with a new thread", self.name)
 
     async def iterate(self, make: Any, *args: Any) -> AsyncIterator[Any]:
         """Run a blocking generator on this thread, yielding its items to the loop one by one."""
         gen: Iterator[Any] = await self.call(make, *args)
+        owner = self._jobs
         try:
             while True:
                 item = await self.call(next, gen, _DONE)
@@ -52,17 +100,28 @@ class ModelThread:
                     return
                 yield item
         finally:
-            # closing runs on the model thread too (it may join a generate thread)
-            await asyncio.shield(self.call(gen.close))
+            if self._jobs is owner:
+                # closing runs on the model thread too (it may join a generate thread); one
+                # stuck there gives the thread up, and what ended the iteration stands (an
+                # interrupt stays an interrupt)
+                with contextlib.suppress(ModelTimeout):
+                    await asyncio.shield(self.call(gen.close))
+            else:  # given up while the generator ran: its own thread closes it, if ever
+                self._submit(gen.close, jobs=owner)
 
     def shutdown(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._jobs.put(None)
 
 
 async def stream_tokens(
-    llm: Any, messages: list[dict], cancel: threading.Event, **kwargs: Any
+    llm: Any,
+    messages: list[dict],
+    cancel: threading.Event,
+    deadline_s: float | None = None,
+    **kwargs: Any,
 ) -> AsyncIterator[Any]:
-    """Stream an LLM's TokenPieces; setting `cancel` (or leaving early) stops generation."""
+    """Stream an LLM's TokenPieces; setting `cancel` (or leaving early) stops generation. A
+    token awaited longer than `deadline_s` raises ModelTimeout (the stream is cancelled)."""
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[Any] = asyncio.Queue()
 
@@ -81,7 +140,10 @@ async def stream_tokens(
     thread.start()
     try:
         while True:
-            item = await queue.get()
+            try:
+                item = await asyncio.wait_for(queue.get(), deadline_s)
+            except TimeoutError:
+                raise ModelTimeout(f"the LLM gave no token within {deadline_s:g} s") from None
             if item is _DONE:
                 return
             if isinstance(item, BaseException):

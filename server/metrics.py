@@ -73,6 +73,12 @@ class Metrics:
             ["reason"],
             registry=r,
         )
+        self.task_restarts = Counter(
+            "allnighter_task_restarts",
+            "Long-running tasks restarted after they failed (broadcast, stage)",
+            ["task"],
+            registry=r,
+        )
         self.frames_sent = Gauge("allnighter_frames_sent", "Broadcast frames sent", registry=r)
         self.frames_late = Gauge(
             "allnighter_frames_late",

@@ -29,7 +29,7 @@ from .onsets import QUIET_MS, open_on_sound, sound_onsets
 from .phrasetap import PhraseTap
 from .resample import resample_int16
 from .speech import SpeechFirst, trim_lead_in
-from .tasks import cancel_and_wait
+from .tasks import cancel_and_wait, supervised
 from .timeline import Segment, SpeechTimeline
 from .utterances import FINAL_STATES, Utterance, UtteranceQueue, UtteranceState, ViewerOnset
 from .visemes import visemes_from_alignment
@@ -90,7 +90,7 @@ class Stage:
         # Synthesis runs seconds ahead of the broadcast; the loop that paces audio and events
         # out does not. On a busy machine it waited 20-120 ms for a core behind Piper, and an
         # interrupt reached the viewers that late: the TTS thread yields to it.
-        self._tts_thread = ModelThread("tts", nice=10)
+        self._tts_thread = ModelThread("tts", nice=10, deadline_s=cfg.models.tts_deadline_s)
         # the ASR feedback hears each phrase as the broadcast sent it
         self._tap = PhraseTap(feedback.check) if feedback is not None else None
         self._worker: asyncio.Task | None = None
@@ -142,7 +142,15 @@ class Stage:
 
     # ---- the worker ----------------------------------------------------------------------
     def start(self) -> None:
-        self._worker = asyncio.get_running_loop().create_task(self._run(), name="stage")
+        restarted = self.metrics.task_restarts.labels("stage").inc
+        self._worker = asyncio.get_running_loop().create_task(
+            supervised("stage", self._run, restarted), name="stage"
+        )
+
+    @property
+    def working(self) -> bool:
+        """The worker that takes utterances off the queue is running."""
+        return self._worker is not None and not self._worker.done()
 
     async def stop(self) -> None:
         await cancel_and_wait(self._worker)
@@ -227,6 +235,7 @@ class Stage:
             messages,
             cancel,
             between_tokens=self._speech_first.between_tokens,
+            deadline_s=mc.llm_token_deadline_s,
             max_new_tokens=mc.max_new_tokens,
             temperature=mc.temperature,
         )
