@@ -57,6 +57,9 @@ MAX_MESSAGE_BYTES = 32 * 1024
 EVENT_RATES = {"timesync": (30, 10), "client_stats": (30, 5)}
 # refusals for going too fast after which a socket is let go: it does not slow down
 STRIKES = 20
+# Packets waiting for one socket: a page that reads keeps a few (a phrase's two events at a
+# time); engineio queues for one that does not (its TCP buffers full) without bound
+MAX_QUEUED = 256
 
 
 def error(message: str) -> dict:
@@ -102,7 +105,25 @@ class Signals:
         self.sio.on("client_stats", self._client_stats)
 
     async def emit(self, event: str, data: dict) -> None:
+        self.drop_stalled()
         await self.sio.emit(event, data)
+
+    def drop_stalled(self) -> int:
+        """Close every socket with more than MAX_QUEUED packets waiting: it stopped reading
+        (its writer is stuck on a full TCP buffer), and its queue would grow all night. The
+        connection is aborted under engineio, which would otherwise wait on that writer."""
+        eio = self.sio.eio
+        dropped = 0
+        for eio_sid, sock in list(eio.sockets.items()):
+            if sock.closed or sock.queue.qsize() <= MAX_QUEUED:
+                continue
+            log.info("socket %s stopped reading (%d queued): dropped", eio_sid[:8], MAX_QUEUED)
+            request = (self.sio.environ.get(eio_sid) or {}).get("aiohttp.request")
+            if request is not None and request.transport is not None:
+                request.transport.abort()
+            eio.start_background_task(sock.close, wait=False, abort=True)
+            dropped += 1
+        return dropped
 
     async def _connect(self, sid: str, environ: dict, auth: Any = None) -> None:
         # engineio's environ says 127.0.0.1 for every aiohttp client: the request knows
