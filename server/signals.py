@@ -207,8 +207,9 @@ class Signals:
                 " 10 s of each other}"
             )
         stats = {k: v for k, v in data.items() if k in STAT_RANGES and within(v, STAT_RANGES[k])}
-        if data.get("output_latency_source") in OUTPUT_LATENCY_SOURCES:
-            stats["output_latency_source"] = data["output_latency_source"]
+        source = data.get("output_latency_source")
+        if isinstance(source, str) and source in OUTPUT_LATENCY_SOURCES:  # a list is unhashable
+            stats["output_latency_source"] = source
         self.client_stats[sid] = stats
         if _finite(jitter := stats.get("frame_jitter_ms")):
             self.metrics.frame_jitter.observe(jitter)
