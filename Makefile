@@ -24,3 +24,4 @@ bench: setup
 	$(VENV)/bin/allnighter bench viewers
 	$(VENV)/bin/allnighter bench lipsync --seconds 20
 	$(VENV)/bin/allnighter bench clock
+	$(VENV)/bin/allnighter bench abuse

@@ -38,6 +38,8 @@ def bench(args: argparse.Namespace) -> int:
         from .bench.lipsync import main as run
     elif args.what == "clock":
         from .bench.clock import main as run
+    elif args.what == "abuse":
+        from .bench.abuse import main as run
     else:
         from .bench.viewers import main as run
     return run(args)
@@ -53,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--config", help="TOML settings file")
     p.set_defaults(func=serve)
     b = sub.add_parser("bench", help="run a benchmark and print its table")
-    b.add_argument("what", choices=["latency", "viewers", "lipsync", "clock"])
+    b.add_argument("what", choices=["latency", "viewers", "lipsync", "clock", "abuse"])
     b.add_argument("--config", help="TOML settings file")
     b.add_argument("--lines", type=int, default=20, help="latency: lines and prompts each")
     b.add_argument(
@@ -61,9 +63,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     b.add_argument("--viewers", default="10,25,50", help="viewers: counts to try")
     b.add_argument(
-        "--seconds", type=float, default=60.0, help="viewers, lipsync: seconds per count"
+        "--seconds",
+        type=float,
+        default=60.0,
+        help="viewers, lipsync: seconds per count; abuse: per attack",
     )
     b.add_argument("--utterances", type=int, default=100, help="lipsync: lines measured")
+    b.add_argument(
+        "--after-seconds", type=float, default=60.0, help="abuse: quiet after each attack"
+    )
     b.add_argument(
         "--continuous-minutes",
         type=float,

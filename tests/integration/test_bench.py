@@ -88,3 +88,16 @@ def test_bench_lipsync_prints_offsets_sweep_drift_and_frame_rates(tmp_path):
     every = figures["offsets"]["calibrated (as shipped)"]["page, every onset"]
     assert len(every) == int(table["calibrated (as shipped)", "page, every onset"][3])
     assert figures["continuous"]["0"]["page, every onset"] and figures["frames"]["1"]["fps"]
+
+
+def test_bench_abuse_prints_each_attack_beside_none():
+    from server.bench.abuse import ATTACKS
+
+    out = allnighter("abuse", "--seconds", "3", "--after-seconds", "1")
+    rows = [ln for ln in out.splitlines() if ln.startswith("|") and "---" not in ln][1:]
+    cells = {r.split("|")[1].strip(): [c.strip() for c in r.split("|")[1:-1]] for r in rows}
+    assert list(cells) == list(ATTACKS), out
+    for row in cells.values():
+        assert row[2] in ("holds", "fails") and float(row[5]) > 0  # judged, and RSS read
+        assert row[8] == "1", out  # the legitimate viewer heard the show through each
+    assert "500 offers never connecting: {'statuses'" in out  # what the attacker was told

@@ -1,0 +1,285 @@
+"""`allnighter bench abuse`: the show speaking while it is attacked, against itself unattacked.
+
+The server runs as its own process (`allnighter serve`, as shipped but for its bind address),
+speaking lines the whole time, with one legitimate aiortc viewer in another process for each
+phase. Each phase lasts `--seconds`; then the server is left alone for `--after-seconds` (a
+minute), and until it holds no peer, to see whether its memory returns to where the attack
+found it. The attacks, from an attacker process of
+their own, spread over 50 loopback addresses (127.0.1.x: the per-address limits meet many
+clients, as on the internet, not one):
+
+- 500 offers that never connect (a browser's offer posted, its peer gone);
+- 50 sockets each sending chat, timesync and client_stats at 100 a second;
+- 20 sockets that connect and never read again.
+
+Per phase: the share of broadcast frames the server sent late (the goal: no more than with
+no attack, in the same run), the event loop's lag p99 (from its own histogram), its peak RSS
+and its RSS a minute after, and what the legitimate viewer heard (frames lost, late).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import aiohttp
+
+from .harness import free_port
+from .table import render
+from .viewers import _collect, _keep_talking, _server_frames, _start_clients, _wait_healthy
+
+ADDRESSES = [f"127.0.1.{i}" for i in range(1, 51)]
+ATTACKS = ("none", "500 offers never connecting", "50 sockets flooding", "20 sockets never reading")
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _lag_buckets(url: str) -> dict[float, float]:
+    """The event loop lag histogram's cumulative counts by upper bound (s)."""
+    text = urllib.request.urlopen(f"{url}/metrics", timeout=10).read().decode()
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("allnighter_event_loop_lag_seconds_bucket{"):
+            le = line.split('le="')[1].split('"')[0]
+            out[float("inf") if le == "+Inf" else float(le)] = float(line.split()[-1])
+    return out
+
+
+def lag_p99_ms(before: dict[float, float], after: dict[float, float]) -> float | None:
+    """The p99 of the lags observed between two scrapes: the bucket bound it falls under."""
+    added = {le: after[le] - before.get(le, 0.0) for le in after}
+    total = added.get(float("inf"), 0.0)
+    if total <= 0:
+        return None
+    for le in sorted(added):
+        if added[le] >= 0.99 * total:
+            return le * 1000
+    return None
+
+
+# ---- the attacker process ---------------------------------------------------------------------
+async def _offer_sdp() -> str:
+    from aiortc import RTCPeerConnection
+
+    from server import rtp
+
+    rtp.use_ice_addresses(["127.0.0.1"])
+    pc = RTCPeerConnection()
+    pc.addTransceiver("audio", direction="recvonly")
+    await pc.setLocalDescription(await pc.createOffer())
+    sdp = pc.localDescription.sdp
+    await pc.close()
+    return sdp
+
+
+def _session(address: str) -> aiohttp.ClientSession:
+    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(local_addr=(address, 0)))
+
+
+async def _offers(url: str, n: int, seconds: float) -> dict:
+    sdp = await _offer_sdp()
+    statuses: dict[int, int] = {}
+    gap = seconds / n
+    sessions = [_session(a) for a in ADDRESSES]
+    try:
+        for i in range(n):
+            http = sessions[i % len(sessions)]
+            r = await http.post(f"{url}/api/v1/offer", json={"sdp": sdp, "type": "offer"})
+            statuses[r.status] = statuses.get(r.status, 0) + 1
+            await asyncio.sleep(gap)
+    finally:
+        await asyncio.gather(*(s.close() for s in sessions))
+    return {"statuses": statuses}
+
+
+async def _flood(url: str, n: int, seconds: float, rate: float = 100.0) -> dict:
+    import socketio
+
+    clients, sessions = [], []
+    for i in range(n):
+        http = _session(ADDRESSES[i % len(ADDRESSES)])
+        c = socketio.AsyncClient(reconnection=False, http_session=http)
+        await c.connect(url, transports=["websocket"])
+        clients.append(c)
+        sessions.append(http)
+    sent = 0
+    stats = {"fps": 60.0, "lipsync_onsets_ms": [1.0] * 50}
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        tick = time.monotonic()
+        for c in clients:
+            if c.connected:
+                await c.emit("chat", {"text": "flood"})
+                await c.emit("timesync", {"t0": 1.0})
+                await c.emit("client_stats", stats)
+                sent += 3
+        await asyncio.sleep(max(0.0, 1 / rate - (time.monotonic() - tick)))
+    left = sum(c.connected for c in clients)
+    for c in clients:
+        await c.disconnect()
+    await asyncio.gather(*(s.close() for s in sessions))
+    return {"sent": sent, "still connected": left}
+
+
+def _silent_socket(host: str, port: int, address: str) -> socket.socket:
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.bind((address, 0))
+    s.connect((host, port))
+    key = base64.b64encode(os.urandom(16)).decode()
+    s.sendall(
+        f"GET /socket.io/?EIO=4&transport=websocket HTTP/1.1\r\nHost: {host}:{port}\r\n"
+        f"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+        "Sec-WebSocket-Version: 13\r\n\r\n".encode()
+    )
+    got = b""
+    while b"\r\n\r\n" not in got:
+        got += s.recv(4096)
+    mask = os.urandom(4)
+    s.sendall(bytes([0x81, 0x82]) + mask + bytes(b ^ mask[i] for i, b in enumerate(b"40")))
+    return s
+
+
+async def _silent(url: str, n: int, seconds: float) -> dict:
+    host, port = url.removeprefix("http://").split(":")
+    held = [_silent_socket(host, int(port), ADDRESSES[i % len(ADDRESSES)]) for i in range(n)]
+    await asyncio.sleep(seconds)
+    for s in held:
+        s.close()
+    return {"sockets": n}
+
+
+def _attack(url: str, attack: str, seconds: float) -> dict:
+    if attack == ATTACKS[1]:
+        return asyncio.run(_offers(url, 500, seconds))
+    if attack == ATTACKS[2]:
+        return asyncio.run(_flood(url, 50, seconds))
+    if attack == ATTACKS[3]:
+        return asyncio.run(_silent(url, 20, seconds))
+    time.sleep(seconds)
+    return {}
+
+
+# ---- the run -----------------------------------------------------------------------------------
+def _until_no_peers(url: str, most_s: float = 60.0) -> None:
+    deadline = time.monotonic() + most_s
+    while time.monotonic() < deadline:
+        health = json.load(urllib.request.urlopen(f"{url}/healthz", timeout=10))
+        if health.get("viewers", 0) == 0:
+            return
+        time.sleep(0.5)
+
+
+def _phase(pid: int, url: str, attack: str, seconds: float, after_s: float) -> list:
+    start_rss = rss_mb(pid)
+    sent0, late0 = _server_frames(url)
+    lag0 = _lag_buckets(url)
+    viewer = _start_clients(url, 1, seconds)
+    out = Path(tempfile.mkstemp(suffix=".json")[1])
+    command = ["-m", "server.bench.abuse", "--attack", url, attack, str(seconds), str(out)]
+    attacker = subprocess.Popen([sys.executable, *command])
+    peak = start_rss
+    while attacker.poll() is None:
+        peak = max(peak, rss_mb(pid))
+        time.sleep(0.5)
+    sent1, late1 = _server_frames(url)
+    lag = lag_p99_ms(lag0, _lag_buckets(url))
+    heard = _collect(viewer, seconds)
+    told = json.loads(out.read_text()) if out.stat().st_size else {}
+    out.unlink()
+    time.sleep(after_s)
+    _until_no_peers(url)  # unconnected peers hold their slots until reaped
+    after = rss_mb(pid)
+    late = 100 * (late1 - late0) / max(1.0, sent1 - sent0)
+    expected = max(1, heard["expected"])
+    print(f"{attack}: {told}", flush=True)
+    return [
+        attack,
+        late,
+        lag,
+        start_rss,
+        peak,
+        after,
+        "yes" if after <= start_rss * 1.05 + 5 else "no",
+        heard["viewers_heard"],
+        100 * heard["lost"] / expected,
+        100 * heard["late"] / expected,
+    ]
+
+
+def run(seconds: float, after_s: float = 60.0) -> str:
+    port, token = free_port(), "bench-abuse-token-0"
+    env = {**os.environ, "ALLNIGHTER_HOST_TOKEN": token}
+    config = Path(tempfile.mkstemp(suffix=".toml")[1])
+    config.write_text("load_asr = false\n")  # as in bench viewers: the transport is measured
+    server = subprocess.Popen(
+        [sys.executable, "-m", "server.cli", "serve", "--port", str(port), "--config", str(config)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    stop = threading.Event()
+    rows = []
+    try:
+        asyncio.run(_wait_healthy(url))
+        talker = threading.Thread(
+            target=lambda: asyncio.run(_keep_talking(url, token, stop)), daemon=True
+        )
+        talker.start()
+        time.sleep(5)
+        for attack in ATTACKS:
+            rows.append(_phase(server.pid, url, attack, seconds, after_s))
+            print(rows[-1], flush=True)
+    finally:
+        stop.set()
+        server.terminate()
+        server.wait(20)
+        config.unlink()
+    base = rows[0][1]
+    for row in rows:
+        row.insert(2, "holds" if row[1] <= base + 0.1 else "fails")
+    return render(
+        f"bench abuse: {seconds:.0f} s per attack while the show speaks, one legitimate viewer; "
+        f"memory {after_s:.0f} s after",
+        [
+            "attack",
+            "server sent late %",
+            "≤ none",
+            "loop lag p99 ms",
+            "RSS at start MB",
+            "RSS peak MB",
+            "RSS after MB",
+            "back",
+            "viewer heard",
+            "viewer lost %",
+            "viewer late %",
+        ],
+        rows,
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    print(run(args.seconds, args.after_seconds))
+    return 0
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--attack"]:
+    _, _, url, attack, seconds, out = sys.argv
+    Path(out).write_text(json.dumps(_attack(url, attack, float(seconds))))
