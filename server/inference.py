@@ -74,10 +74,11 @@ class ModelThread:
 
     async def call(self, fn: Any, *args: Any) -> Any:
         done = asyncio.wrap_future(self._submit(fn, *args))
-        if self.deadline_s is None:
-            return await done
         try:
-            return await asyncio.wait_for(done, self.deadline_s)
+            # asyncio.timeout, not wait_for: wait_for returns the result of a call that ends
+            # as its task is cancelled, and the cancel (an interrupt, a stop) was lost
+            async with asyncio.timeout(self.deadline_s):
+                return await done
         except TimeoutError:
             self._give_up()
             raise ModelTimeout(f"{self.name} did not answer within {self.deadline_s:g} s") from None
@@ -141,7 +142,8 @@ async def stream_tokens(
     try:
         while True:
             try:
-                item = await asyncio.wait_for(queue.get(), deadline_s)
+                async with asyncio.timeout(deadline_s):
+                    item = await queue.get()
             except TimeoutError:
                 raise ModelTimeout(f"the LLM gave no token within {deadline_s:g} s") from None
             if item is _DONE:

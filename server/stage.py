@@ -179,6 +179,9 @@ class Stage:
             finally:
                 self.current = None
                 self._current_task = None
+            # a stop that reached the utterance as it ended (and so did not end it) is a stop
+            if self._worker is not None and self._worker.cancelling():
+                raise asyncio.CancelledError
 
     async def _perform(self, utt: Utterance) -> None:
         role = self.cfg.role(utt.role) or self.cfg.roles[0]
