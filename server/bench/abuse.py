@@ -28,16 +28,14 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
 from pathlib import Path
 
 import aiohttp
 
-from .harness import free_port
 from .table import render
-from .viewers import _collect, _keep_talking, _server_frames, _start_clients, _wait_healthy
+from .viewers import _collect, _server_frames, _start_clients, talking_server
 
 ADDRESSES = [f"127.0.1.{i}" for i in range(1, 51)]
 ATTACKS = ("none", "500 offers never connecting", "50 sockets flooding", "20 sockets never reading")
@@ -137,7 +135,9 @@ async def _flood(url: str, n: int, seconds: float, rate: float = 100.0) -> dict:
     return {"sent": sent, "still connected": left}
 
 
-def _silent_socket(host: str, port: int, address: str) -> socket.socket:
+def silent_socket(host: str, port: int, address: str = "127.0.0.1") -> socket.socket:
+    """A socket.io client on a raw WebSocket from `address` that connects as a viewer, then
+    never reads again (its receive buffer kept small)."""
     s = socket.socket()
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     s.bind((address, 0))
@@ -151,14 +151,16 @@ def _silent_socket(host: str, port: int, address: str) -> socket.socket:
     got = b""
     while b"\r\n\r\n" not in got:
         got += s.recv(4096)
-    mask = os.urandom(4)
+    if not got.startswith(b"HTTP/1.1 101"):
+        raise ConnectionError(f"no WebSocket: {got[:200]!r}")
+    mask = os.urandom(4)  # socket.io's "40": connect to the default namespace
     s.sendall(bytes([0x81, 0x82]) + mask + bytes(b ^ mask[i] for i, b in enumerate(b"40")))
     return s
 
 
 async def _silent(url: str, n: int, seconds: float) -> dict:
     host, port = url.removeprefix("http://").split(":")
-    held = [_silent_socket(host, int(port), ADDRESSES[i % len(ADDRESSES)]) for i in range(n)]
+    held = [silent_socket(host, int(port), ADDRESSES[i % len(ADDRESSES)]) for i in range(n)]
     await asyncio.sleep(seconds)
     for s in held:
         s.close()
@@ -224,34 +226,13 @@ def _phase(pid: int, url: str, attack: str, seconds: float, after_s: float) -> l
 
 
 def run(seconds: float, after_s: float = 60.0) -> str:
-    port, token = free_port(), "bench-abuse-token-0"
-    env = {**os.environ, "ALLNIGHTER_HOST_TOKEN": token}
-    config = Path(tempfile.mkstemp(suffix=".toml")[1])
-    config.write_text("load_asr = false\n")  # as in bench viewers: the transport is measured
-    server = subprocess.Popen(
-        [sys.executable, "-m", "server.cli", "serve", "--port", str(port), "--config", str(config)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    stop = threading.Event()
     rows = []
-    try:
-        asyncio.run(_wait_healthy(url))
-        talker = threading.Thread(
-            target=lambda: asyncio.run(_keep_talking(url, token, stop)), daemon=True
-        )
-        talker.start()
+    # as in bench viewers: the transport is measured, not the ASR checker
+    with talking_server("bench-abuse-token-0", "load_asr = false\n") as (server, url):
         time.sleep(5)
         for attack in ATTACKS:
             rows.append(_phase(server.pid, url, attack, seconds, after_s))
             print(rows[-1], flush=True)
-    finally:
-        stop.set()
-        server.terminate()
-        server.wait(20)
-        config.unlink()
     base = rows[0][1]
     for row in rows:
         row.insert(2, "holds" if row[1] <= base + 0.1 else "fails")

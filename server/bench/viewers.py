@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import statistics
@@ -21,6 +22,7 @@ import tempfile
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import aiohttp
@@ -119,17 +121,14 @@ def _collect(clients: list[tuple[subprocess.Popen, Path]], seconds: float) -> di
     return total
 
 
-def run(counts: list[int], seconds: float) -> str:
-    port, token = free_port(), "bench-viewers-token"
+@contextlib.contextmanager
+def talking_server(token: str, settings: str) -> Iterator[tuple[subprocess.Popen, str]]:
+    """`allnighter serve` as its own process with the TOML `settings`, healthy and speaking
+    lines the whole time: (the process, its URL). Stopped on the way out."""
+    port = free_port()
     env = {**os.environ, "ALLNIGHTER_HOST_TOKEN": token}
-    # the transport is what is measured: no ASR checker, whose work varies line by line; and
-    # every viewer comes from this one address, which a show open to the public limits
     config = Path(tempfile.mkstemp(suffix=".toml")[1])
-    config.write_text(
-        "load_asr = false\n[webrtc]\n"
-        f"max_viewers_per_address = {max(counts) + 1}\n"
-        f"offers_per_minute = {10 * max(counts) + 10}\noffer_burst = {max(counts) + 1}\n"
-    )
+    config.write_text(settings)
     server = subprocess.Popen(
         [sys.executable, "-m", "server.cli", "serve", "--port", str(port), "--config", str(config)],
         env=env,
@@ -137,7 +136,6 @@ def run(counts: list[int], seconds: float) -> str:
         stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"
-    rows: list[list] = []
     stop = threading.Event()
     try:
         asyncio.run(_wait_healthy(url))
@@ -145,6 +143,24 @@ def run(counts: list[int], seconds: float) -> str:
             target=lambda: asyncio.run(_keep_talking(url, token, stop)), daemon=True
         )
         talker.start()
+        yield server, url
+    finally:
+        stop.set()
+        server.terminate()
+        server.wait(20)
+        config.unlink()
+
+
+def run(counts: list[int], seconds: float) -> str:
+    # the transport is what is measured: no ASR checker, whose work varies line by line; and
+    # every viewer comes from this one address, which a show open to the public limits
+    settings = (
+        "load_asr = false\n[webrtc]\n"
+        f"max_viewers_per_address = {max(counts) + 1}\n"
+        f"offers_per_minute = {10 * max(counts) + 10}\noffer_burst = {max(counts) + 1}\n"
+    )
+    rows: list[list] = []
+    with talking_server("bench-viewers-token", settings) as (server, url):
         base, base_loop, base_late = _measure(server.pid, url, seconds)
         rows.append([0, "-", "-", "-", base_late, base * 100, base_loop * 100, "-", "-"])
         print(f"baseline: server {base * 100:.1f}% of a core", flush=True)
@@ -169,11 +185,6 @@ def run(counts: list[int], seconds: float) -> str:
                 ]
             )
             print(f"{n} viewers: {rows[-1]}", flush=True)
-    finally:
-        stop.set()
-        server.terminate()
-        server.wait(20)
-        config.unlink()
     held = [r[0] for r in rows[1:] if r[-1] == "holds"]
     table = render(
         f"bench viewers: {seconds:.0f} s per count, viewers in separate processes "

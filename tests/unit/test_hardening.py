@@ -4,15 +4,13 @@ bodies are read whole and only as JSON, and only the stage's own pages open its 
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
-import os
-import socket
 import time
 
 import pytest
 import socketio
 
+from server.bench.abuse import silent_socket
 from server.bench.harness import request, say, until_final
 from server.signals import same_origin_or
 
@@ -275,38 +273,14 @@ def test_a_socket_sending_too_much_is_refused_and_then_let_go(tone_server):
     assert gone and len(refused) <= 20, (len(refused), gone)
 
 
-def silent_socket(srv) -> socket.socket:
-    """A socket.io client on a raw WebSocket that connects and then never reads again."""
-    host, port = srv.url.removeprefix("http://").split(":")
-    s = socket.socket()
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    s.connect((host, int(port)))
-    key = base64.b64encode(os.urandom(16)).decode()
-    s.sendall(
-        f"GET /socket.io/?EIO=4&transport=websocket HTTP/1.1\r\nHost: {host}:{port}\r\n"
-        f"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
-        "Sec-WebSocket-Version: 13\r\n\r\n".encode()
-    )
-    got = b""
-    while b"\r\n\r\n" not in got:
-        got += s.recv(4096)
-    assert got.startswith(b"HTTP/1.1 101"), got
-    mask, payload = os.urandom(4), b"40"  # socket.io: connect to the default namespace
-    s.sendall(
-        bytes([0x81, 0x80 | len(payload)])
-        + mask
-        + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
-    )
-    return s
-
-
 def test_a_socket_that_stops_reading_is_dropped_before_its_queue_grows(tone_server):
     from server.signals import MAX_QUEUED
 
     signals = tone_server.app["signals"]
     eio = signals.sio.eio
     before, viewers = set(eio.sockets), set(signals._limits)
-    silent = silent_socket(tone_server)
+    host, port = tone_server.url.removeprefix("http://").split(":")
+    silent = silent_socket(host, int(port))
     deadline = time.monotonic() + 5
     while set(signals._limits) == viewers and time.monotonic() < deadline:
         time.sleep(0.05)  # until socket.io has connected it as a viewer
