@@ -38,7 +38,6 @@ class ModelThread:
     def __init__(self, name: str, nice: int = 0, deadline_s: float | None = None) -> None:
         self.name = name
         self.deadline_s = deadline_s
-        self.abandoned = 0  # threads given up so far
         self._nice = nice
         self._jobs = self._start()
 
@@ -87,7 +86,6 @@ class ModelThread:
         """Leave the thread to its call; what comes next runs on a new one."""
         self._jobs.put(None)
         self._jobs = self._start()
-        self.abandoned += 1
         log.error("%s: a call outlived its deadline; going on with a new thread", self.name)
 
     async def iterate(self, make: Any, *args: Any) -> AsyncIterator[Any]:

@@ -116,10 +116,10 @@ class ViewerPeers:
             raise OfferError('"sdp" must be a non-empty string')
         if len(sdp.encode("utf-8", "surrogatepass")) > self.limits.max_sdp_bytes:
             raise OfferError(f"SDP larger than {self.limits.max_sdp_bytes} bytes")
-        sections = offer_sections(sdp)
+        check_offer(sdp)
         slot = self._take_slot(address)
         try:
-            viewer = await self._connect(sdp, sections, address)
+            viewer = await self._connect(sdp, address)
         finally:
             del self._pending[slot]
         self.viewers[viewer.session_id] = viewer
@@ -128,7 +128,7 @@ class ViewerPeers:
         reaper.add_done_callback(self._reapers.discard)
         return viewer.pc.localDescription, viewer
 
-    async def _connect(self, sdp: str, sections: list[tuple[str, str]], address: str) -> Viewer:
+    async def _connect(self, sdp: str, address: str) -> Viewer:
         ice = [RTCIceServer(urls=url) for url in self.limits.ice_servers]
         # no STUN unless configured: aiortc's default asks a public server on every offer
         pc = RTCPeerConnection(RTCConfiguration(iceServers=ice))
@@ -179,10 +179,10 @@ class ViewerPeers:
         await asyncio.gather(*(self.close(s) for s in list(self.viewers)), return_exceptions=True)
 
 
-def offer_sections(sdp: str) -> list[tuple[str, str]]:
-    """The offer's media sections, (kind, direction) each; an OfferError unless the first
-    audio one can receive the broadcast (recvonly or sendrecv) and none is a data channel
-    (aiortc cannot decline one, and would take what it carries)."""
+def check_offer(sdp: str) -> None:
+    """An OfferError unless the offer's first audio section can receive the broadcast
+    (recvonly or sendrecv) and none is a data channel (aiortc cannot decline one, and would
+    take what it carries)."""
     try:
         parsed = SessionDescription.parse(sdp)
     except Exception as exc:  # aiortc's parser raises what the text leads it to
@@ -196,4 +196,3 @@ def offer_sections(sdp: str) -> list[tuple[str, str]]:
         raise OfferError("the offer has no audio section")
     if audio[0] not in ("recvonly", "sendrecv"):
         raise OfferError(f"the offer's audio section is {audio[0]}: it must be able to receive")
-    return sections

@@ -108,12 +108,11 @@ class Signals:
         self.drop_stalled()
         await self.sio.emit(event, data)
 
-    def drop_stalled(self) -> int:
+    def drop_stalled(self) -> None:
         """Close every socket with more than MAX_QUEUED packets waiting: it stopped reading
         (its writer is stuck on a full TCP buffer), and its queue would grow all night. The
         connection is aborted under engineio, which would otherwise wait on that writer."""
         eio = self.sio.eio
-        dropped = 0
         for eio_sid, sock in list(eio.sockets.items()):
             if sock.closed or sock.queue.qsize() <= MAX_QUEUED:
                 continue
@@ -122,8 +121,6 @@ class Signals:
             if request is not None and request.transport is not None:
                 request.transport.abort()
             eio.start_background_task(sock.close, wait=False, abort=True)
-            dropped += 1
-        return dropped
 
     async def _connect(self, sid: str, environ: dict, auth: Any = None) -> None:
         # engineio's environ says 127.0.0.1 for every aiohttp client: the request knows
