@@ -13,7 +13,7 @@ import aiohttp_jinja2
 import jinja2
 from aiohttp import web
 
-from . import api, hostdesk, rtp
+from . import api, heap, hostdesk, rtp
 from .broadcast import Broadcast
 from .config import Config
 from .feedback import SpeechFeedback, checker_thread
@@ -127,10 +127,11 @@ def build_app(
         app["stall_watch"] = watch = StallWatch()
         watch.start()
         app["lag_task"] = loop.create_task(_watch_loop_lag(metrics, watch))
+        app["heap_task"] = loop.create_task(heap.hand_back_every())
         app["load_task"] = loop.create_task(_bring_up(app, models))
 
     async def on_cleanup(app: web.Application) -> None:
-        await cancel_and_wait(app["load_task"], app["lag_task"], app["time_task"])
+        await cancel_and_wait(app["load_task"], app["lag_task"], app["time_task"], app["heap_task"])
         app["stall_watch"].stop()
         if app["live"].get("stage") is not None:
             await app["live"]["stage"].stop()
@@ -139,6 +140,7 @@ def build_app(
         await app["peers"].close_all()
         await app["broadcast"].stop()
         await app["signals"].sio.shutdown()
+        heap.unsettle()
 
     app.on_startup.append(on_startup)
     app.on_cleanup.append(on_cleanup)
@@ -192,6 +194,7 @@ async def _bring_up(app: web.Application, models: Models | None) -> None:
     app["signals"].upcoming = stage.upcoming
     app["signals"].on_utterance_onset = stage.viewer_onset
     app["live"]["stage"] = stage
+    heap.settle(app["metrics"].gc_pause)  # what lives all night exists now: out of gc's walks
     log.info("the show is live")
 
 

@@ -210,11 +210,10 @@ class Signals:
         self.client_stats[sid] = stats
         if _finite(jitter := stats.get("frame_jitter_ms")):
             self.metrics.frame_jitter.observe(jitter)
-        kept = self.onsets.setdefault(sid, deque(maxlen=ONSETS_KEPT))
-        for ms in (ms for ms in onsets if within(ms, ONSET_RANGE_MS)):
-            self.metrics.lipsync.observe(ms)
-            self.metrics.viewer_lipsync.labels(sid).observe(ms)
-            kept.append(ms)
+        plausible = [ms for ms in onsets if within(ms, ONSET_RANGE_MS)]
+        self.metrics.lipsync.observe_many(plausible)
+        self.metrics.viewer_lipsync.observe_many(plausible, (sid,))
+        self.onsets.setdefault(sid, deque(maxlen=ONSETS_KEPT)).extend(plausible)
         for first in utterance_onsets:
             self.on_utterance_onset(sid, {k: first[k] for k in UTTERANCE_ONSET_FIELDS})
         for listen in self.report_listeners:

@@ -113,6 +113,12 @@ async def request(
         return r.status, await r.json()
 
 
+async def page_text(srv: Any, path: str) -> str:
+    """A GET's body as text (/metrics, the pages)."""
+    async with aiohttp.ClientSession() as http, http.get(srv.url + path) as r:
+        return await r.text()
+
+
 async def say(srv: Any, text: str, **extra: Any) -> tuple[int, dict]:
     return await request(srv, "POST", "/api/v1/say", {"text": text, **extra})
 

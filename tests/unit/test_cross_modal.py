@@ -11,7 +11,7 @@ import pytest
 import socketio
 from prometheus_client.parser import text_string_to_metric_families
 
-from server.bench.harness import request, say, until_final, utterance, wait_for
+from server.bench.harness import page_text, request, say, until_final, utterance, wait_for
 from server.signals import UTTERANCE_ONSETS_PER_REPORT
 from server.utterances import CROSS_MODAL_VIEWERS, CrossModal, ViewerOnset
 
@@ -93,10 +93,7 @@ async def cross_modal(srv, utt_id: str) -> dict:
 async def histogram(srv) -> dict[tuple[str, float], float]:
     """allnighter_cross_modal_offset_ms as {(pair, le): observations up to le}. (With buckets
     below zero the client exports no _sum: the buckets must tell where values fell.)"""
-    import aiohttp
-
-    async with aiohttp.ClientSession() as http, http.get(srv.url + "/metrics") as r:
-        text = await r.text()
+    text = await page_text(srv, "/metrics")
     return {
         (s.labels["pair"], float(s.labels["le"])): s.value
         for family in text_string_to_metric_families(text)

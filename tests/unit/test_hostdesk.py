@@ -9,7 +9,7 @@ import json
 import pytest
 import socketio
 
-from server.bench.harness import request, say, until_final, wait_for
+from server.bench.harness import page_text, request, say, until_final, wait_for
 
 
 async def viewer_chat(srv, text: str) -> tuple[socketio.AsyncClient, str]:
@@ -167,10 +167,10 @@ def test_pages_lipsync_onsets_reach_the_histograms_and_the_desk(tone_server):
         )
         bad = await c.call("client_stats", {"lipsync_onsets_ms": [0.0] * 500})
         show = (await request(tone_server, "GET", "/api/v1/show"))[1]
-        metrics = await request_text(tone_server, "/metrics")
+        metrics = await page_text(tone_server, "/metrics")
         await c.disconnect()
         await wait_for(lambda: sid not in tone_server.app["signals"].onsets, timeout=5)
-        after = await request_text(tone_server, "/metrics")
+        after = await page_text(tone_server, "/metrics")
         return sid, ok, bad, show, metrics, after
 
     sid, ok, bad, show, metrics, after = asyncio.run(run())
@@ -186,13 +186,6 @@ def test_pages_lipsync_onsets_reach_the_histograms_and_the_desk(tone_server):
     assert f'allnighter_viewer_lipsync_offset_ms_count{{viewer="{sid}"}} 10.0' in metrics
     assert f'viewer="{sid}"' not in after  # a viewer who left is no longer a series
     assert "allnighter_frame_jitter_ms_count" in metrics
-
-
-async def request_text(srv, path: str) -> str:
-    import aiohttp
-
-    async with aiohttp.ClientSession() as http, http.get(srv.url + path) as r:
-        return await r.text()
 
 
 def test_pages_output_latency_reaches_the_desk_and_nonsense_is_dropped(tone_server):
