@@ -155,7 +155,7 @@ async def offer(request: web.Request) -> web.Response:
         answer, viewer = await peers.answer(body.get("sdp"), body.get("type"), request.remote or "")
     except OfferError as exc:
         request.app["metrics"].rejected.labels("offer").inc()
-        raise ApiError(400, str(exc)) from None
+        raise ApiError(exc.status, str(exc)) from None
     request.app["metrics"].viewers.set(len(peers))
     # broadcast sample s is due at fused time epoch_ms + s / 48 (ms since the Unix epoch)
     epoch_ms = request.app["time"].at(request.app["media_clock"].epoch) * 1000

@@ -104,6 +104,8 @@ class WebRTCConfig:
     max_sdp_bytes: int = 32_768
     # a peer that has not connected this long after its answer is closed: its slot is free
     connect_timeout_s: float = 20.0
+    # peers answered but not connected yet, at most (a viewer's browser retries after a 503)
+    max_connecting: int = 32
     # one address (a household, an office behind NAT) may hold this many peers, and offer
     # this many a minute after a burst of offer_burst
     max_viewers_per_address: int = 16
@@ -223,6 +225,10 @@ def load_config(path: str | Path | None = None, env: dict[str, str] | None = Non
     w = cfg.webrtc
     if not _number(w.connect_timeout_s) or not 0 < w.connect_timeout_s <= 30:
         raise ValueError(f"webrtc.connect_timeout_s must be 0-30 s, not {w.connect_timeout_s!r}")
+    for name in ("max_viewers", "max_connecting", "max_viewers_per_address", "offer_burst"):
+        n = getattr(w, name)
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"webrtc.{name} must be a whole number of at least 1, not {n!r}")
     for origin in cfg.allowed_origins:
         if not isinstance(origin, str) or not ORIGIN.fullmatch(origin):
             raise ValueError(f'allowed_origins holds "scheme://host[:port]" each, not {origin!r}')

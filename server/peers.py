@@ -26,7 +26,12 @@ log = logging.getLogger(__name__)
 
 
 class OfferError(ValueError):
-    """The offer cannot be answered; the message says why (sent back as a 400)."""
+    """The offer cannot be answered; the message says why, sent back with `status`: 400 for
+    an offer that is wrong, 429 for one address asking too much, 503 for a full house."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class BroadcastTrack(MediaStreamTrack):
@@ -93,15 +98,29 @@ class ViewerPeers:
         pending = sum(a == address for a in self._pending.values())
         return pending + sum(v.address == address for v in self.viewers.values())
 
+    def connecting(self) -> int:
+        """Peers answered or being answered that have not connected yet."""
+        waiting = sum(v.pc.connectionState != "connected" for v in self.viewers.values())
+        return len(self._pending) + waiting
+
     def _take_slot(self, address: str) -> str:
         """Count an offer against the limits at once (no await before this returns)."""
         lim = self.limits
         if len(self.viewers) + len(self._pending) >= lim.max_viewers:
-            raise OfferError(f"viewer limit of {lim.max_viewers} reached")
+            raise OfferError(f"viewer limit of {lim.max_viewers} reached", 503)
+        if self.connecting() >= lim.max_connecting:
+            # a peer that has not connected costs the most for the least: its ICE checks run
+            # and its objects wait for the collector. 500 offers that never connected held 170
+            # at once, and the full collection that freed them held the loop for 170 ms.
+            raise OfferError(
+                f"{lim.max_connecting} viewers are connecting: try again in a few seconds", 503
+            )
         if self._held_by(address) >= lim.max_viewers_per_address:
-            raise OfferError(f"{lim.max_viewers_per_address} viewers from one address at most")
+            raise OfferError(f"{lim.max_viewers_per_address} viewers from one address at most", 429)
         if not self._offers.allow(address):
-            raise OfferError(f"too many offers from one address: {lim.offers_per_minute} a minute")
+            raise OfferError(
+                f"too many offers from one address: {lim.offers_per_minute} a minute", 429
+            )
         slot = uuid.uuid4().hex
         self._pending[slot] = address
         return slot

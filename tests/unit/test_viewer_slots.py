@@ -69,6 +69,8 @@ def test_a_burst_of_offers_takes_no_more_than_the_cap_and_unconnected_peers_are_
     accepted = [a for status, a in answers if status == 200]
     refused = [a for status, a in answers if status != 200]
     assert len(accepted) == CAP and held == CAP, answers
+    # a full house: the browser is told to come back (503), with the reason
+    assert all(s == 503 for s, _ in answers if s != 200), answers
     assert all(f"viewer limit of {CAP}" in a["error"] for a in refused), refused
     assert after == 0, "peers that never connected still hold their slots"
     assert again[0] == 200, again  # the slots are free again
@@ -102,14 +104,14 @@ def test_the_answer_sends_audio_only_and_takes_nothing_in(small_show):
 
 
 async def offers_from(peers: ViewerPeers, addresses: list[str], sdp: str) -> list[str]:
-    """Each address's offer in turn: "ok", or the refusal's message."""
+    """Each address's offer in turn: "ok", or the refusal's status and message."""
     results = []
     for address in addresses:
         try:
             await peers.answer(sdp, "offer", address)
             results.append("ok")
         except OfferError as exc:
-            results.append(str(exc))
+            results.append(f"{exc.status} {exc}")
     return results
 
 
@@ -127,7 +129,7 @@ def test_one_address_holds_a_bounded_share_of_the_slots():
 
     results = asyncio.run(run())
     assert results[:2] == ["ok", "ok"]
-    assert "2 viewers from one address at most" in results[2]
+    assert results[2] == "429 2 viewers from one address at most"
     assert results[3:] == ["ok", "ok"]  # another address, and the slot given back
 
 
@@ -143,5 +145,25 @@ def test_one_address_offers_at_a_bounded_rate():
 
     results = asyncio.run(run())
     assert results[:2] == ["ok", "ok"]
-    assert "too many offers from one address: 1 a minute" in results[2]
+    assert results[2] == "429 too many offers from one address: 1 a minute"
     assert results[3] == "ok"
+
+
+def test_peers_that_have_not_connected_are_bounded_apart_from_the_viewer_limit():
+    """What costs the most for the least (ICE checks, objects the collector must walk) is
+    bounded on its own: past `max_connecting`, a 503 the page retries after."""
+    limits = WebRTCConfig(max_viewers=100, max_connecting=3, max_viewers_per_address=100)
+    peers = ViewerPeers(None, limits)  # type: ignore[arg-type]
+
+    async def run():
+        sdp = await offer_sdp()
+        results = await offers_from(peers, [f"192.0.2.{i}" for i in range(10, 14)], sdp)
+        await peers.close(next(iter(peers.viewers)))  # one gives up: a place to connect is free
+        results += await offers_from(peers, ["192.0.2.20"], sdp)
+        await peers.close_all()
+        return results
+
+    results = asyncio.run(run())
+    assert results[:3] == ["ok"] * 3
+    assert results[3] == "503 3 viewers are connecting: try again in a few seconds"
+    assert results[4] == "ok"
