@@ -19,19 +19,21 @@ class FakeChunk:
 
 
 class ToneTTS:
-    """Speaks each word as a 200 ms tone with 100 ms of silence around it (22,050 Hz). While
-    `running` is cleared, synthesis waits: the stage takes no more lines off its queue."""
+    """Speaks each word as a 200 ms tone with 100 ms of silence around it (22,050 Hz; both
+    lengths settable). While `running` is cleared, synthesis waits: the stage takes no more
+    lines off its queue."""
 
     sample_rate = 22_050
 
-    def __init__(self) -> None:
+    def __init__(self, word_s: float = 0.2, gap_s: float = 0.1) -> None:
+        self.word_s, self.gap_s = word_s, gap_s
         self.running = threading.Event()
         self.running.set()
 
     def speak(self, text: str, style: object = None, urgent: bool = False) -> Iterator[FakeChunk]:
         self.running.wait()
         sr = self.sample_rate
-        gap, word = int(0.1 * sr), int(0.2 * sr)
+        gap, word = int(self.gap_s * sr), int(self.word_s * sr)
         parts, phonemes = [np.zeros(gap, np.int16)], [("^", gap)]
         t = np.arange(word) / sr
         for _ in text.split():

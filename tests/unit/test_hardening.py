@@ -10,9 +10,13 @@ import time
 import pytest
 import socketio
 
+from server.app import Models
 from server.bench.abuse import silent_socket
-from server.bench.harness import request, say, until_final
+from server.bench.harness import LiveServer, request, say, until_final, wait_for
+from server.config import load_config
 from server.signals import same_origin_or
+from tests.conftest import TOKEN
+from tests.fakes import ToneTTS, WordsLLM
 
 
 async def post_in_pieces(srv, path: str, body: bytes, pause: float = 0.3) -> tuple[int, dict]:
@@ -125,19 +129,50 @@ def test_every_answer_carries_the_security_headers(tone_server, path):
         assert h["Cache-Control"] == "no-store"
 
 
-def test_announced_speech_is_forgotten_as_it_plays_with_nobody_joining(tone_server):
-    """The events replayed to viewers who join stay as few as the phrases still to play."""
-    stage = tone_server.app["live"]["stage"]
+@pytest.fixture(scope="module")
+def quick_server():
+    """Tones of 20 ms a word: 500 phrases play in about half a minute."""
+    cfg = load_config(None, env={"ALLNIGHTER_HOST_TOKEN": TOKEN})
+    srv = LiveServer(cfg, Models(WordsLLM(), ToneTTS(word_s=0.02, gap_s=0.01), None)).start()
+    yield srv
+    srv.stop()
+
+
+def test_announced_speech_is_forgotten_as_it_plays_with_nobody_joining(quick_server):
+    """The events replayed to viewers who join stay as few as the phrases still to play: over
+    500 phrases, one line in three interrupted while it plays, with no one joining."""
+    stage = quick_server.app["live"]["stage"]
     held: list[int] = []
+    sentences = " ".join(f"Word{k}." for k in range(50))
 
-    async def run():
-        for i in range(12):
-            _, body = await say(tone_server, f"line{i}")
-            await until_final(tone_server, body["utterance_id"], timeout=20)
+    async def watch(done: asyncio.Event) -> None:
+        while not done.is_set():
             held.append(len(stage._announced))
+            await asyncio.sleep(0.02)
 
-    asyncio.run(run())
-    assert max(held) <= 1, held
+    async def run() -> int:
+        done = asyncio.Event()
+        watcher = asyncio.create_task(watch(done))
+        spoken = 0
+        for i in range(15):  # ten lines whole, five interrupted
+            _, body = await say(quick_server, sentences)
+            uid = body["utterance_id"]
+            if i % 3 == 2:
+                await wait_for(lambda: stage.broadcast.write_head > 0 and bool(stage._announced))
+                await asyncio.sleep(0.5)
+                await request(quick_server, "POST", "/api/v1/interrupt", {})
+            final = await until_final(quick_server, uid, timeout=60)
+            spoken += len(final["phrases"])
+        await asyncio.sleep(0.2)
+        done.set()
+        await watcher
+        return spoken
+
+    spoken = asyncio.run(run())
+    assert spoken >= 500, spoken
+    # never more than one line's phrases (50) ahead, and nothing left once all has played
+    assert max(held) <= 51, max(held)
+    assert held[-1] == 0, held[-10:]
 
 
 async def raw_request(srv, head: str, body: bytes = b"", extra: bytes = b"") -> tuple[int, bytes]:
