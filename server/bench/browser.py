@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -69,9 +70,14 @@ def launch(playwright: Any) -> Any:
 VIEWPORT = {"width": 800, "height": 450}
 
 
-def open_stage(browser: Any, url: str, timeout_ms: int = 20_000) -> Any:
-    """A new viewer tab on the stage page (VIEWPORT), waited on until it hears the broadcast."""
+def open_stage(
+    browser: Any, url: str, timeout_ms: int = 20_000, before: Callable[[Any], None] | None = None
+) -> Any:
+    """A new viewer tab on the stage page (VIEWPORT), waited on until it hears the broadcast;
+    `before(page)` runs before it loads (to listen from its first request)."""
     page = browser.new_page(viewport=VIEWPORT)
+    if before is not None:
+        before(page)
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.errors = errors

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Sequence
 
@@ -33,6 +34,18 @@ def render(title: str, header: Sequence[str], rows: Sequence[Sequence[object]]) 
         if n == 0:
             out.append(line)
     return "\n".join(out)
+
+
+_CELL = re.compile(r"(?<!\\)\|")  # a cell ends at a | that is not escaped
+
+
+def rows_of(out: str, title: str) -> dict[str, dict[str, str]]:
+    """Read back the table `render` printed under `title` (a prefix of it): first cell →
+    {column header: cell}."""
+    section = out.split(title, 1)[1].split("\n## ", 1)[0]
+    lines = [_CELL.split(line.strip("|")) for line in section.splitlines() if line.startswith("|")]
+    header = [h.strip().replace("\\|", "|") for h in lines[0]]
+    return {c[0].strip(): dict(zip(header, (x.strip() for x in c), strict=True)) for c in lines[2:]}
 
 
 def _fmt(value: object) -> str:

@@ -46,17 +46,34 @@ def cpu_seconds(pid: int, thread: int | None = None) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def _keep_talking(url: str, token: str, stop: threading.Event) -> None:
-    """Keep two lines queued so the broadcast carries speech, not silence."""
+async def _keep_talking(
+    url: str, token: str, stop: threading.Event, pause_s: float | None = None
+) -> None:
+    """Keep two lines queued so the broadcast carries speech, not silence; with `pause_s`,
+    one line at a time instead, each `pause_s` after the last has played (a line start after
+    a pause is what a lip-sync probe times)."""
     headers = {"Authorization": f"Bearer {token}"}
     i = 0
     async with aiohttp.ClientSession() as http:
         while not stop.is_set():
-            r = await http.get(f"{url}/healthz")
-            if (await r.json()).get("queue", 0) < 2:
+            if pause_s is None:
+                r = await http.get(f"{url}/healthz")
+                ready = (await r.json()).get("queue", 0) < 2
+            else:
+                r = await http.get(f"{url}/api/v1/utterances", headers=headers)
+                snap = await r.json()
+                ready = not snap["queue"] and snap["current"] is None and not _playing(snap)
+                if ready:
+                    await asyncio.sleep(pause_s)
+            if ready:
                 await http.post(f"{url}/api/v1/say", json={"text": LINES[i % 3]}, headers=headers)
                 i += 1
-            await asyncio.sleep(1.0)
+            await asyncio.sleep(1.0 if pause_s is None else 0.1)
+
+
+def _playing(snapshot: dict) -> bool:
+    """Some line is spoken and still to be heard (its state is not final yet)."""
+    return any(u["state"] not in ("done", "interrupted", "failed") for u in snapshot["recent"])
 
 
 PER_CLIENT_PROCESS = 25  # viewers per client process, so one Python process is not the limit
@@ -122,9 +139,12 @@ def _collect(clients: list[tuple[subprocess.Popen, Path]], seconds: float) -> di
 
 
 @contextlib.contextmanager
-def talking_server(token: str, settings: str) -> Iterator[tuple[subprocess.Popen, str]]:
-    """`allnighter serve` as its own process with the TOML `settings`, healthy and speaking
-    lines the whole time: (the process, its URL). Stopped on the way out."""
+def talking_server(
+    token: str, settings: str, nice: int = 0, pause_s: float | None = None
+) -> Iterator[tuple[subprocess.Popen, str]]:
+    """`allnighter serve` as its own process with the TOML `settings` (`nice` values below
+    this one), healthy and speaking lines the whole time (`pause_s` between them, or none):
+    (the process, its URL). Stopped on the way out."""
     port = free_port()
     env = {**os.environ, "ALLNIGHTER_HOST_TOKEN": token}
     config = Path(tempfile.mkstemp(suffix=".toml")[1])
@@ -134,13 +154,14 @@ def talking_server(token: str, settings: str) -> Iterator[tuple[subprocess.Popen
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        preexec_fn=(lambda: os.nice(nice)) if nice else None,
     )
     url = f"http://127.0.0.1:{port}"
     stop = threading.Event()
     try:
         asyncio.run(_wait_healthy(url))
         talker = threading.Thread(
-            target=lambda: asyncio.run(_keep_talking(url, token, stop)), daemon=True
+            target=lambda: asyncio.run(_keep_talking(url, token, stop, pause_s)), daemon=True
         )
         talker.start()
         yield server, url

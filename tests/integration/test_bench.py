@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+from server.bench.table import rows_of
+
 pytestmark = pytest.mark.models
 
 
@@ -94,10 +96,12 @@ def test_bench_abuse_prints_each_attack_beside_none():
     from server.bench.abuse import ATTACKS
 
     out = allnighter("abuse", "--seconds", "3", "--after-seconds", "1")
-    rows = [ln for ln in out.splitlines() if ln.startswith("|") and "---" not in ln][1:]
-    cells = {r.split("|")[1].strip(): [c.strip() for c in r.split("|")[1:-1]] for r in rows}
-    assert list(cells) == list(ATTACKS), out
-    for row in cells.values():
-        assert row[2] in ("holds", "fails") and float(row[5]) > 0  # judged, and RSS read
-        assert row[8] == "1", out  # the legitimate viewer heard the show through each
+    rows = rows_of(out, "bench abuse")
+    assert list(rows) == list(ATTACKS), out
+    for row in rows.values():
+        assert row["≤ none"] in ("holds", "fails") and float(row["RSS peak MB"]) > 0, out
+        assert row["aiortc viewer heard"] == "1", out  # it heard the show through each attack
+        # the stage page drew viseme onsets through each, and its lip-sync was judged
+        assert int(row["viseme onsets (page)"]) > 0, out
+        assert row["page goals"] in ("holds", "misses"), out
     assert "500 offers never connecting: {'statuses'" in out  # what the attacker was told

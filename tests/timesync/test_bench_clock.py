@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from server.bench.chrony import chronyd_path
 from server.bench.ptp4l import missing
+from server.bench.table import rows_of
 from server.cli import main
 
 ROWS = [
@@ -15,18 +16,10 @@ ROWS = [
 ]
 
 
-def table_rows(out: str, title: str) -> dict[str, dict[str, str]]:
-    """The rows of the table under `title`: first cell → {column header: cell}."""
-    section = out.split(title, 1)[1].split("\n## ", 1)[0]
-    lines = [line.strip("|").split("|") for line in section.splitlines() if line.startswith("|")]
-    header = [h.strip() for h in lines[0]]
-    return {c[0].strip(): dict(zip(header, (x.strip() for x in c), strict=True)) for c in lines[2:]}
-
-
 def test_bench_clock_prints_every_simulated_scenario(capsys):
     assert main(["bench", "clock", "--minutes", "1", "--live-seconds", "0"]) == 0
     out = capsys.readouterr().out
-    rows = table_rows(out, "fused error against injected truth")
+    rows = rows_of(out, "fused error against injected truth")
     assert list(rows) == ROWS
     for name, row in rows.items():
         assert 0 <= float(row["fused p50"]) <= float(row["fused p99"]), row
@@ -38,7 +31,7 @@ def test_bench_clock_prints_every_simulated_scenario(capsys):
 def test_bench_clock_reads_the_live_fixtures_or_says_why_not(capsys):
     assert main(["bench", "clock", "--minutes", "1", "--live-seconds", "2"]) == 0
     out = capsys.readouterr().out
-    rows = table_rows(out, "live fixtures")
+    rows = rows_of(out, "live fixtures")
     for fixture, present in (
         ("chronyd on loopback", chronyd_path() is not None),
         ("ptp4l pair in namespaces", missing() is None),
