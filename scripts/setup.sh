@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs everything Allnighter needs into ./.venv (idempotent). Used by `make serve`,
-# `make test` and CI. On a CPU machine torch is the CPU build; see README for GPUs.
+# `make test` and CI. On a CPU machine torch is the CPU build; see docs/operations.md for GPUs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

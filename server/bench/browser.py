@@ -41,7 +41,7 @@ READY = (
 # left the browser one: 29-46 fps, and line starts drawn up to 23 ms late.) The misses left
 # gather around line starts, where Piper synthesizes the line's next sentences; they stayed
 # with every server thread at SCHED_IDLE, and went with the audio synthesized beforehand: the
-# two share caches and memory, not only cores (README, "Frame timing").
+# two share caches and memory, not only cores (docs/sync.md, "Frame timing").
 SERVER_NICE = 5
 
 
