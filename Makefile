@@ -14,6 +14,7 @@ serve: setup
 test: setup
 	bash scripts/test-packages.sh
 	$(VENV)/bin/ruff check server models timesync tests playwright
+	$(VENV)/bin/mypy
 	node --test web/tests/
 	$(VENV)/bin/pytest -v -rs --durations=15 tests
 	$(VENV)/bin/pytest -v -rs --durations=10 playwright

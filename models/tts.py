@@ -14,10 +14,8 @@ import os
 import re
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import onnx
 import onnxruntime
 from piper import PiperVoice, SynthesisConfig
@@ -26,31 +24,7 @@ from piper.voice import AudioChunk
 
 from models.catalogue import existing_file, packaged_piper_voice
 from models.device import lower_priority, onnx_cuda, resolve
-
-
-@dataclass(frozen=True)
-class SpeechChunk:
-    """One synthesized sentence.
-
-    `phonemes` pairs each phoneme (Piper's "^" start and "$" end markers included) with
-    the number of audio samples it covers; the counts sum exactly to len(audio).
-    """
-
-    audio: np.ndarray  # int16, mono
-    sample_rate: int
-    phonemes: tuple[tuple[str, int], ...]
-    text: str
-
-
-@dataclass(frozen=True)
-class VoiceStyle:
-    """How to speak. None for the noise scales means the voice's own default."""
-
-    length_scale: float = 1.0  # > 1 is slower
-    noise_scale: float | None = None  # voice variation
-    noise_w_scale: float | None = None  # phoneme duration variation
-    volume: float = 1.0
-
+from models.protocols import TTS, SpeechChunk, VoiceStyle
 
 # A sentence ends at . ! ? (plus closing quotes/brackets) followed by whitespace ...
 _SENTENCE_END = re.compile(r"[.!?]+[\"')\]]*\s+")
@@ -109,9 +83,9 @@ def _centred_on_pads(chunk: AudioChunk) -> list[tuple[str, int]]:
     timed: list[tuple[str, int]] = []
     carry, k = 0, 0
     for a in alignments:
-        ids = per_id[k : k + len(a.phoneme_ids)]
+        samples = per_id[k : k + len(a.phoneme_ids)]
         k += len(a.phoneme_ids)
-        own, pad = ids[0], sum(ids[1:])
+        own, pad = samples[0], sum(samples[1:])
         timed.append((a.phoneme, carry + own + pad - pad // 2))
         carry = pad // 2
     if timed:
@@ -164,7 +138,7 @@ def _built_lower(build, step: int):
     return out[0]
 
 
-class PiperSpeaker:
+class PiperSpeaker(TTS):
     """A Piper voice that yields one audio chunk, with phoneme timings, per sentence."""
 
     # An urgent synthesis (an utterance's opening words, which first audio waits for) runs on

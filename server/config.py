@@ -9,6 +9,7 @@ import os
 import re
 import secrets
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
@@ -175,7 +176,7 @@ MIN_TOKEN_CHARS = 16
 ORIGIN = re.compile(r"https?://[^/\s:]+(:\d{1,5})?")
 
 
-def _env_list(env: dict[str, str], name: str) -> list[str]:
+def _env_list(env: Mapping[str, str], name: str) -> list[str]:
     """A comma-separated list from the environment (empty when unset)."""
     return [item.strip() for item in env.get(name, "").split(",") if item.strip()]
 
@@ -187,7 +188,7 @@ def _number(value: Any) -> bool:
 
 def load_config(path: str | Path | None = None, env: dict[str, str] | None = None) -> Config:
     """Defaults, then the TOML file, then the environment (ALLNIGHTER_HOST_TOKEN)."""
-    env = os.environ if env is None else env
+    environ: Mapping[str, str] = os.environ if env is None else env
     data: dict[str, Any] = {}
     if path:
         with open(path, "rb") as f:
@@ -195,12 +196,12 @@ def load_config(path: str | Path | None = None, env: dict[str, str] | None = Non
     cfg: Config = _build(Config, data)
     if not cfg.roles:
         raise ValueError("at least one role is needed")
-    cfg.host_token = env.get("ALLNIGHTER_HOST_TOKEN", "") or cfg.host_token
-    cfg.time.ntp_servers = _env_list(env, "ALLNIGHTER_NTP_SERVERS") or cfg.time.ntp_servers
-    cfg.time.ptp_sockets = _env_list(env, "ALLNIGHTER_PTP_SOCKETS") or cfg.time.ptp_sockets
-    cfg.time.phc_devices = _env_list(env, "ALLNIGHTER_PHC_DEVICES") or cfg.time.phc_devices
-    cfg.time.rtc_devices = _env_list(env, "ALLNIGHTER_RTC_DEVICES") or cfg.time.rtc_devices
-    if version := env.get("ALLNIGHTER_NTP_VERSION", "").strip():
+    cfg.host_token = environ.get("ALLNIGHTER_HOST_TOKEN", "") or cfg.host_token
+    cfg.time.ntp_servers = _env_list(environ, "ALLNIGHTER_NTP_SERVERS") or cfg.time.ntp_servers
+    cfg.time.ptp_sockets = _env_list(environ, "ALLNIGHTER_PTP_SOCKETS") or cfg.time.ptp_sockets
+    cfg.time.phc_devices = _env_list(environ, "ALLNIGHTER_PHC_DEVICES") or cfg.time.phc_devices
+    cfg.time.rtc_devices = _env_list(environ, "ALLNIGHTER_RTC_DEVICES") or cfg.time.rtc_devices
+    if version := environ.get("ALLNIGHTER_NTP_VERSION", "").strip():
         cfg.time.ntp_version = int(version) if version.isdigit() else version  # type: ignore
     if cfg.time.ntp_version not in (1, 2, 3, 4):
         raise ValueError(f"ntp_version must be 1, 2, 3 or 4, not {cfg.time.ntp_version!r}")

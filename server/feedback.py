@@ -145,7 +145,7 @@ class DriftCorrection:
         self.recent.append(heard_s - reference_s)
         if len(self.recent) < 3:
             return False
-        residual = self.drift_s - self.correction_s
+        residual = statistics.median(self.recent) - self.correction_s
         # hysteresis: a drift must leave the dead band to be acted on, and once it has, it is
         # followed until it is closed to within the release band, not just back to the edge
         band = self.release_band_s if self.engaged else self.dead_band_s

@@ -97,6 +97,7 @@ def viewers(app: web.Application) -> dict[str, Any]:
     latency = figures("output_latency_ms")
     drawn = sorted(ms for kept in signals.onsets.values() for ms in kept)
     magnitudes = sorted(abs(ms) for ms in drawn)
+    worst = max(lipsync, key=abs) if lipsync else None
     return {
         "webrtc": len(peers) if peers is not None else 0,
         "sockets": sockets,
@@ -104,7 +105,7 @@ def viewers(app: web.Application) -> dict[str, Any]:
         "fps_median": rounded_median(fps),
         "fps_min": round(min(fps), 1) if fps else None,
         "lipsync_offset_ms_median": rounded_median(lipsync),
-        "lipsync_offset_ms_worst": round(max(lipsync, key=abs), 1) if lipsync else None,
+        "lipsync_offset_ms_worst": None if worst is None else round(worst, 1),
         "clock_offset_ms_median": rounded_median(clock),
         "dropped_frames": int(sum(dropped)) if dropped else None,
         "frame_jitter_ms_worst": round(max(jitter), 1) if jitter else None,

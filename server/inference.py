@@ -11,11 +11,12 @@ import contextlib
 import logging
 import queue
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterator
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from models.device import lower_priority  # noqa: F401 (the benches take it from here too)
+from models.protocols import LLM, Messages, TokenPiece
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -88,9 +89,13 @@ class ModelThread:
         self._jobs = self._start()
         log.error("%s: a call outlived its deadline; going on with a new thread", self.name)
 
-    async def iterate(self, make: Any, *args: Any) -> AsyncIterator[Any]:
-        """Run a blocking generator on this thread, yielding its items to the loop one by one."""
-        gen: Iterator[Any] = await self.call(make, *args)
+    async def iterate(
+        self, make: Callable[..., Iterator[T]], *args: Any
+    ) -> AsyncGenerator[T, None]:
+        """Run a blocking iterator (a generator: it is closed when the iteration ends) on this
+        thread, yielding its items to the loop one by one."""
+        gen: Iterator[T] = await self.call(make, *args)
+        close = getattr(gen, "close", lambda: None)
         owner = self._jobs
         try:
             while True:
@@ -104,21 +109,21 @@ class ModelThread:
                 # stuck there gives the thread up, and what ended the iteration stands (an
                 # interrupt stays an interrupt)
                 with contextlib.suppress(ModelTimeout):
-                    await asyncio.shield(self.call(gen.close))
+                    await asyncio.shield(self.call(close))
             else:  # given up while the generator ran: its own thread closes it, if ever
-                self._submit(gen.close, jobs=owner)
+                self._submit(close, jobs=owner)
 
     def shutdown(self) -> None:
         self._jobs.put(None)
 
 
 async def stream_tokens(
-    llm: Any,
-    messages: list[dict],
+    llm: LLM,
+    messages: Messages,
     cancel: threading.Event,
     deadline_s: float | None = None,
     **kwargs: Any,
-) -> AsyncIterator[Any]:
+) -> AsyncGenerator[TokenPiece, None]:
     """Stream an LLM's TokenPieces; setting `cancel` (or leaving early) stops generation. A
     token awaited longer than `deadline_s` raises ModelTimeout (the stream is cancelled)."""
     loop = asyncio.get_running_loop()

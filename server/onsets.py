@@ -46,8 +46,7 @@ def sound_onsets(
     starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
     run_ends = ends[ends - starts >= quiet_ms * rate / 1000]
     after = np.searchsorted(loud, run_ends)
-    found = {int(loud[0])} | {int(loud[i]) for i in after if i < len(loud)}
-    return sorted(found)
+    return sorted({int(loud[0])} | {int(loud[i]) for i in after if i < len(loud)})
 
 
 def open_on_sound(

@@ -24,10 +24,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import re
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+from collections.abc import AsyncGenerator, Callable
 
 import numpy as np
+
+from models.protocols import SpeechChunk
 
 MAX_WORDS = 4  # the opening is at most this many words
 MIN_REST = 2  # words that must follow it in its sentence
@@ -68,7 +69,7 @@ def _first_sentence(words: list[str]) -> list[str]:
     return words
 
 
-def split_at_word(chunk: Any, k: int) -> tuple[Any, Any] | None:
+def split_at_word(chunk: SpeechChunk, k: int) -> tuple[SpeechChunk, SpeechChunk] | None:
     """`chunk` cut before its (k+1)-th word: in the middle of its k-th word space (each
     rendering gives half of the passage from one word to the next), or at the start of the
     comma (colon…) before it, with the audio and phonemes on either side (2 ms fades where they
@@ -111,11 +112,11 @@ def split_at_word(chunk: Any, k: int) -> tuple[Any, Any] | None:
     return head, tail
 
 
-def _spaces(chunk: Any) -> int:
+def _spaces(chunk: SpeechChunk) -> int:
     return sum(symbol == WORD_SPACE for symbol, _ in chunk.phonemes)
 
 
-def joined(head: Any, tail: Any) -> Any:
+def joined(head: SpeechChunk, tail: SpeechChunk) -> SpeechChunk:
     """An opening and its rest as one chunk: what the viewer hears of the sentence's start."""
     return dataclasses.replace(
         head,
@@ -125,11 +126,13 @@ def joined(head: Any, tail: Any) -> Any:
     )
 
 
-Synthesize = Callable[[str, bool], AsyncIterator[Any]]  # (text, urgent) → chunks
+Synthesize = Callable[[str, bool], AsyncGenerator[SpeechChunk, None]]  # (text, urgent) → chunks
 OPENING, REST, WHOLE = "opening", "rest", ""
 
 
-async def spoken(phrase: str, synthesize: Synthesize, opens: bool) -> AsyncIterator[tuple]:
+async def spoken(
+    phrase: str, synthesize: Synthesize, opens: bool
+) -> AsyncGenerator[tuple[str, SpeechChunk, str], None]:
     """(text, chunk, part) triples to place one after another for `phrase`: when it `opens`
     an utterance and has a place to cut, its OPENING from a short synthesis (urgent: first
     audio waits for it), then the REST of its sentence from the whole phrase's; else, and for
@@ -147,6 +150,7 @@ async def spoken(phrase: str, synthesize: Synthesize, opens: bool) -> AsyncItera
             async for chunk in chunks:
                 yield phrase, chunk, WHOLE
         return
+    assert k is not None  # the head was cut at it
     yield " ".join(words[:k]), head, OPENING
     rest, sentence = " ".join(words[k:]), len(_first_sentence(words))
     alone = False

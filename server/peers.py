@@ -48,7 +48,7 @@ class BroadcastTrack(MediaStreamTrack):
         self._broadcast = broadcast
         self._listener: Listener | None = None
 
-    async def recv(self) -> av.Packet:  # type: ignore[override]
+    async def recv(self) -> av.Packet:
         if self.readyState != "live":
             raise MediaStreamError
         if self._listener is None:

@@ -35,8 +35,9 @@ def _origin_aware_random32() -> int:
         task = None
     coro = task.get_coro() if task is not None else None
     if getattr(coro, "__qualname__", "") == "RTCRtpSender._run_rtp":
-        sender = coro.cr_frame.f_locals.get("self") if coro.cr_frame else None
-        if sender in _origins:
+        frame = getattr(coro, "cr_frame", None)
+        sender = frame.f_locals.get("self") if frame is not None else None
+        if isinstance(sender, RTCRtpSender) and sender in _origins:
             return _origins[sender]
     return _random32()
 

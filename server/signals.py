@@ -12,7 +12,7 @@ import unicodedata
 import uuid
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeGuard
 
 import socketio
 
@@ -279,7 +279,7 @@ def _valid_utterance_onset(item: Any, now_ms: float) -> bool:
     )
 
 
-def _finite(value: Any) -> bool:
+def _finite(value: Any) -> TypeGuard[float]:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 

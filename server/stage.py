@@ -14,14 +14,16 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from typing import Any, NamedTuple
 
+from models.protocols import LLM, TTS, SpeechChunk, VoiceStyle
 from timesync.fused import FusedClock
 
 from . import opening, phrases
 from .broadcast import Broadcast, EmittedFrame
 from .config import Config, RoleConfig
+from .feedback import SpeechFeedback
 from .inference import ModelThread, stream_tokens
 from .mediaclock import MediaClock
 from .metrics import Metrics
@@ -63,10 +65,10 @@ class Stage:
         broadcast: Broadcast,
         metrics: Metrics,
         emit: Emit,
-        llm: Any,
-        tts: Any,
-        feedback: Any = None,
-        fused: Any = None,
+        llm: LLM,
+        tts: TTS,
+        feedback: SpeechFeedback | None = None,
+        fused: FusedClock | None = None,
     ) -> None:
         self.cfg = cfg
         self.clock = clock
@@ -222,7 +224,7 @@ class Stage:
             await buffer.put(rest)
         await buffer.put(None)
 
-    async def _tokens(self, utt: Utterance) -> AsyncIterator[str]:
+    async def _tokens(self, utt: Utterance) -> AsyncGenerator[str, None]:
         """The utterance's text as tokens: verbatim words, or the LLM's reply as it comes."""
         if utt.mode == "verbatim":
             for word in phrases.word_tokens(utt.text):
@@ -271,7 +273,6 @@ class Stage:
     async def _speak_phrases(
         self, utt: Utterance, role: RoleConfig, buffer: asyncio.Queue[str | None]
     ) -> None:
-        from models.tts import VoiceStyle  # the adapter's own type
 
         style = VoiceStyle(
             length_scale=role.length_scale,
@@ -280,7 +281,7 @@ class Stage:
             volume=role.volume,
         )
 
-        def synthesize(text: str, urgent: bool) -> AsyncIterator[Any]:
+        def synthesize(text: str, urgent: bool) -> AsyncGenerator[SpeechChunk, None]:
             return self._tts_thread.iterate(self._speak_alone, text, style, urgent)
 
         while (phrase := await buffer.get()) is not None:
@@ -291,7 +292,9 @@ class Stage:
             if utt.synthesis_at is None:
                 utt.synthesis_at = time.monotonic()
             stream = opening.spoken(phrase, synthesize, opens)
-            held = None  # the opening: the ASR checks it with its rest, as the viewer hears it
+            held: Placed | None = (
+                None  # the opening: the ASR checks it with its rest, as the viewer hears it
+            )
             async with contextlib.aclosing(stream) as chunks:
                 async for text, chunk, part in chunks:
                     if first:
@@ -376,7 +379,9 @@ class Stage:
         await self.emit("visemes", self._stamped(viseme_event))
         return Placed(start, len(pcm), chunk, check)
 
-    def _speak_alone(self, text: str, style: Any, urgent: bool = False) -> Any:
+    def _speak_alone(
+        self, text: str, style: VoiceStyle | None, urgent: bool = False
+    ) -> Iterator[SpeechChunk]:
         """On the TTS thread: start Piper once the LLM has stepped aside."""
         self._speech_first.before_synthesis()
         return self.tts.speak(text, style, urgent=urgent)

@@ -55,7 +55,9 @@ class CrossModal:
             "audio_ms": audio,
             "heard_ms": rounded_median([v.heard_ms for v in seen], 3),
             "picture_ms": rounded_median([v.picture_ms for v in seen], 3),
-            "audio_minus_text_ms": None if None in (audio, text) else round(audio - text, 1),
+            "audio_minus_text_ms": (
+                None if audio is None or text is None else round(audio - text, 1)
+            ),
             "heard_minus_audio_ms": rounded_median([v.heard_ms - v.audio_ms for v in seen]),
             "picture_minus_heard_ms": rounded_median([v.picture_ms - v.heard_ms for v in seen]),
             "viewers": len(self.viewers),
@@ -105,11 +107,12 @@ class Utterance:
     def first_audio_steps(self) -> dict[str, float] | None:
         """Where text-to-first-audio went (ms): to the TTS (queue, LLM tokens, phrase window),
         the TTS's first chunk, then placing it and sending its first voiced frame."""
-        marks = (self.accepted_at, self.synthesis_at, self.first_chunk_at, self.first_audio_at)
-        if any(m is None for m in marks):
+        marks = [self.accepted_at, self.synthesis_at, self.first_chunk_at, self.first_audio_at]
+        known = [m for m in marks if m is not None]
+        if len(known) < len(marks):
             return None
         names = ("to_synthesis", "synthesis", "to_send")
-        steps = zip(names, marks, marks[1:], strict=False)  # three steps between four marks
+        steps = zip(names, known, known[1:], strict=False)  # three steps between four marks
         return {n: round((b - a) * 1000, 1) for n, a, b in steps}
 
     def to_json(self) -> dict:

@@ -4,21 +4,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
-
-@dataclass(frozen=True)
-class FakeChunk:
-    audio: np.ndarray
-    sample_rate: int
-    phonemes: tuple[tuple[str, int], ...]
-    text: str
+from models.protocols import LLM, TTS, Messages, SpeechChunk, TokenPiece, VoiceStyle
 
 
-class ToneTTS:
+class ToneTTS(TTS):
     """Speaks each word as a 200 ms tone with 100 ms of silence around it (22,050 Hz; both
     lengths settable). While `running` is cleared, synthesis waits: the stage takes no more
     lines off its queue."""
@@ -30,7 +23,9 @@ class ToneTTS:
         self.running = threading.Event()
         self.running.set()
 
-    def speak(self, text: str, style: object = None, urgent: bool = False) -> Iterator[FakeChunk]:
+    def speak(
+        self, text: str, style: VoiceStyle | None = None, urgent: bool = False
+    ) -> Iterator[SpeechChunk]:
         self.running.wait()
         sr = self.sample_rate
         gap, word = int(self.gap_s * sr), int(self.word_s * sr)
@@ -41,32 +36,31 @@ class ToneTTS:
             phonemes.append(("ɑ", word))
             parts.append(np.zeros(gap, np.int16))
             phonemes.append((",", gap))  # a real pause between the tones
-        yield FakeChunk(np.concatenate(parts), sr, tuple(phonemes), text)
+        yield SpeechChunk(np.concatenate(parts), sr, tuple(phonemes), text)
 
     def warm_up(self) -> None:
         pass
 
 
-@dataclass(frozen=True)
-class FakePiece:
-    text: str
-    index: int
-    decoded_at: float
-    decode_s: float | None = None
-
-
-class WordsLLM:
+class WordsLLM(LLM):
     """Streams a fixed reply word by word, 10 ms a token."""
 
     def __init__(self, reply: str = "Hello night owls, welcome back to the show.") -> None:
         self.reply = reply
 
-    def chat_messages(self, persona: str, prompt: str) -> list[dict]:
+    def chat_messages(self, persona: str, prompt: str) -> Messages:
         return [{"role": "system", "content": persona}, {"role": "user", "content": prompt}]
 
-    def stream(self, messages: list[dict], cancel=None, **kw: object) -> Iterator[FakePiece]:
+    def stream(
+        self,
+        messages: Messages,
+        max_new_tokens: int = 64,
+        temperature: float = 0.7,
+        cancel: threading.Event | None = None,
+        between_tokens: Callable[[], None] | None = None,
+    ) -> Iterator[TokenPiece]:
         for i, w in enumerate(self.reply.split(" ")):
             if cancel is not None and cancel.is_set():
                 return
             time.sleep(0.01)
-            yield FakePiece(w if i == 0 else " " + w, i, time.perf_counter(), 0.01 if i else None)
+            yield TokenPiece(w if i == 0 else " " + w, i, time.perf_counter(), 0.01 if i else None)

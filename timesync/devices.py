@@ -87,6 +87,8 @@ class PHCSource(DeviceSource):
             width = after - before
             if best is None or width < best[0]:
                 best = (width, phc - self.utc_offset_s - (before + after) / 2)
+        if best is None:
+            raise ValueError("brackets must be at least 1")
         width, offset = best
         return Measurement(self.name, offset, width, width / 2 + 1e-6, time.monotonic())
 

@@ -94,7 +94,7 @@ class SourceState:
             self.interval += (dt - self.interval) / min(self.pairs + 1, 8)
             change = offset - o - drift * dt
             sample = max(change * change - drift_var * dt * dt, 0.0) / 2
-            j2 = self.jitter**2
+            j2 = (self.jitter or 1e-7) ** 2  # set at the first reading
             self.pairs += 1
             # the bound counts as 4 readings; ~64 pairs remembered
             j2 += (min(sample, 25 * j2) - j2) / min(self.pairs + 4, 64)
@@ -115,12 +115,14 @@ class FusedClock:
 
     def __post_init__(self) -> None:
         self._mono_at_start = self.monotonic()
-        if self.wall_at_start is None:
+        wall = self.wall_at_start
+        if wall is None:
             # the clock the oscillator copies, read at the same instant as the monotonic one
             if self.monotonic is time.monotonic:
-                self._mono_at_start, self.wall_at_start = monotonic_and_system()
+                self._mono_at_start, wall = monotonic_and_system()
             else:
-                self.wall_at_start = time.time()
+                wall = time.time()
+        self.wall_at_start = self._wall = wall
         self._filter_at = self._mono_at_start
         self._applied = 0.0  # s, added to the oscillator
         self._applied_at = self._mono_at_start
@@ -133,7 +135,7 @@ class FusedClock:
     def oscillator(self, mono: float | None = None) -> float:
         """The local oscillator: the wall time at start plus the monotonic time since."""
         m = self.monotonic() if mono is None else mono
-        return self.wall_at_start + (m - self._mono_at_start)
+        return self._wall + (m - self._mono_at_start)
 
     def now(self) -> float:
         """Fused time (s since the Unix epoch)."""

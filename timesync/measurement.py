@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 
 @dataclass(frozen=True)
@@ -16,3 +17,13 @@ class Measurement:
     at: float  # time.monotonic() of the reading
     ok: bool = True
     reason: str = ""
+
+
+class TimeSource(Protocol):
+    """A source the fused clock reads: NTP servers, ptp4l, PTP hardware clocks, RTCs."""
+
+    name: str
+
+    def measure(self) -> Measurement:
+        """One reading (blocking: a network exchange or a device read)."""
+        ...

@@ -88,7 +88,7 @@ class NTPSource:
                     break
             rx, tx = _kernel_stamp(ancillary), _sent_stamp(sock)
             self.kernel_stamps = rx is not None and tx is not None
-            if self.kernel_stamps:
+            if rx is not None and tx is not None:
                 sent, arrived = tx, rx
             return bytes(reply), sent, arrived
 

@@ -24,7 +24,7 @@ from typing import Any
 from .devices import PHCSource, RTCSource
 from .fused import FusedClock
 from .instant import monotonic_and_system
-from .measurement import Measurement
+from .measurement import Measurement, TimeSource
 from .ntp import NTPSource, consensus
 from .ptp import PTPSource
 
@@ -35,7 +35,7 @@ class SourcePoller:
     def __init__(
         self,
         clock: FusedClock,
-        sources: list[Any],
+        sources: Sequence[TimeSource],
         min_interval: float = 2.0,
         max_interval: float = 64.0,
         ptp_interval: float = 1.0,
@@ -50,7 +50,7 @@ class SourcePoller:
         self._warned: set[str] = set()
         self._outvoted: set[str] = set()
 
-    async def poll_once(self, sources: Sequence[Any] | None = None) -> int:
+    async def poll_once(self, sources: Sequence[TimeSource] | None = None) -> int:
         """Read the sources (all by default) once, in threads (NTP requests block); returns
         how many readings the clock accepted."""
         sources = self.sources if sources is None else sources

@@ -24,12 +24,15 @@ import os
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from timesync.fused import FusedClock
 from timesync.instant import monotonic_and_system
+from timesync.measurement import TimeSource
 from timesync.simulate import SimNTP, SimPTP, SimSource, lost_from, percentiles, run
 
 from .table import render
@@ -91,7 +94,7 @@ def alone(singles: dict, name: str, holdover: bool) -> str:
     return "—" if holdover or np.isnan(p99) else f"{us(p50)} / {us(p99)}"
 
 
-def simulated(minutes: float, seed: int) -> list[list[object]]:
+def simulated(minutes: float, seed: int) -> list[list[Any]]:
     rows = []
     for sc in scenarios(minutes):
         trace = run(sc.sources, sc.end, seed=seed)
@@ -132,7 +135,7 @@ def _cpu() -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
-def poll_live(sources: list[tuple[object, float]], seconds: float) -> list[object]:
+def poll_live(sources: Sequence[tuple[TimeSource, float]], seconds: float) -> list[Any]:
     """Read live sources, each every so many s, for `seconds` into one FusedClock; sample the
     fused time against the system clock (the truth both fixtures serve) ten times a second.
     The first quarter (the filter learning the drift) is left out of every figure. With
@@ -187,7 +190,9 @@ def live(seconds: float) -> tuple[list[list[object]], list[str]]:
 
     if seconds <= 0:
         return [], ["live fixtures off (--live-seconds 0)"]
-    rows, skipped, running = [], [], []
+    rows: list[list[Any]] = []
+    skipped: list[str] = []
+    running: list[tuple[str, TimeSource, float]] = []
     with contextlib.ExitStack() as fixtures:
         if chronyd_path() is None:
             skipped.append("chrony: chronyd is not installed (apt-get install chrony)")
@@ -204,9 +209,9 @@ def live(seconds: float) -> tuple[list[list[object]], list[str]]:
         else:
             try:
                 pair = fixtures.enter_context(ptp4l.PTPPair())
-                source = PTPSource(pair.socket)
-                pair.wait_tracking(source)
-                running.append(("ptp4l pair in namespaces", source, 1.0))
+                ptp = PTPSource(pair.socket)
+                pair.wait_tracking(ptp)
+                running.append(("ptp4l pair in namespaces", ptp, 1.0))
             except (OSError, subprocess.CalledProcessError, TimeoutError) as exc:
                 skipped.append(f"ptp4l pair: {exc}")
         for name, source, every in running:

@@ -33,7 +33,13 @@ class LiveServer:
         self.models = models
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.app: web.Application | None = None
+        self._app: web.Application | None = None
+
+    @property
+    def app(self) -> web.Application:
+        if self._app is None:
+            raise RuntimeError("the server has not started")
+        return self._app
 
     def start(self, ready_timeout: float = 300.0) -> LiveServer:
         self._thread.start()
@@ -48,8 +54,8 @@ class LiveServer:
         return self
 
     async def _start(self) -> None:
-        self.app = build_app(self.cfg, self.models)
-        self.runner = web.AppRunner(self.app)
+        self._app = build_app(self.cfg, self.models)
+        self.runner = web.AppRunner(self._app)
         await self.runner.setup()
         await web.TCPSite(self.runner, "127.0.0.1", self.cfg.port).start()
 

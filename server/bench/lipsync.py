@@ -23,6 +23,7 @@ import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from server.hostdesk import ATSC, EBU_R37, in_window
 
@@ -100,7 +101,8 @@ def sweep_variants(leads: str, holds: str) -> dict[str, str]:
     """The page with each lead and hold to try (`?lead=`, `?hold=`), to tune them by."""
     out = {}
     for lead in _numbers(leads):
-        for hold in _numbers(holds) or [None]:
+        tried: list[float | None] = [*_numbers(holds)] or [None]
+        for hold in tried:
             name, path = f"lead {lead:g} ms", f"/?lead={lead:g}"
             if hold is not None:
                 name, path = f"{name}, hold {hold:g} ms", f"{path}&hold={hold:g}"
@@ -198,7 +200,7 @@ def measure_continuous(browser, srv: LiveServer, minutes: float) -> dict[int, di
     the page's own figures (every onset, each line) and the probe's, minute by minute."""
     with listening_page(browser, srv, srv.url + "/") as (page, reported):
         since, start = now_ms(page), time.monotonic()
-        talk, queued, i = lines(60), [], 0
+        talk, queued, i = lines(60), list[str](), 0
         while time.monotonic() - start < minutes * 60:
             while len(queued) < 2:
                 queued.append(_submit(srv, talk[i % len(talk)]))
@@ -247,7 +249,7 @@ def goals(values: list[float]) -> list[str]:
 def continuous_table(by_minute: dict[int, dict], minutes: float) -> str:
     rows = []
     for m, figures in by_minute.items():
-        row = [f"{m}–{m + 1}"]
+        row: list[Any] = [f"{m}–{m + 1}"]
         for figure in CONTINUOUS_FIGURES:
             values = figures[figure]
             row += [len(values), median(values)]
@@ -302,7 +304,7 @@ def measure_frames(browser, srv: LiveServer, count: int, seconds: float) -> dict
     return {"fps": fps, "dropped": dropped, "jitter": jitter, "failed": failed}
 
 
-def offsets_table(offsets: dict[str, dict[str, list[float]]]) -> str:
+def offsets_table(offsets: dict[str, dict[str, Any]]) -> str:
     rows = []
     for name, figures in offsets.items():
         for figure in FIGURES:

@@ -116,7 +116,10 @@ def measure_pipecat(lines: list[str]) -> list[dict] | str:
     if python is None:
         return "not installed (scripts/setup-pipecat.sh installs it into .venv-pipecat)"
     voice = packaged_piper_voice()
-    job = {"voice_dir": str(voice.parent), "voice": voice.name.removesuffix(".onnx")}
+    job: dict[str, Any] = {
+        "voice_dir": str(voice.parent),
+        "voice": voice.name.removesuffix(".onnx"),
+    }
     job |= {"lines": lines, "sample_rate": 48_000}
     done = subprocess.run(
         [str(python), str(Path(__file__).with_name("pipecat_peer.py"))],
@@ -154,7 +157,7 @@ def first_audio_tables(ours: dict, peer: list[dict] | str) -> str:
     whole = ours[list(VARIANTS)[1]]
     ratios = [("whole first sentence", {w: [g[w] for g in whole] for w in ("server", "viewer")})]
     if isinstance(peer, list):
-        theirs = {"server": [p["first_voiced_ms"] for p in peer]}
+        theirs: dict[str, list[Any]] = {"server": [p["first_voiced_ms"] for p in peer]}
         theirs["viewer"] = [p.get("viewer_ms") for p in peer]
         ratios.insert(0, ("pipecat", theirs))
         lead = median([p["lead_in_ms"] for p in peer])
@@ -163,13 +166,13 @@ def first_audio_tables(ours: dict, peer: list[dict] | str) -> str:
         notes.append(f"{PIPECAT}: {peer}")
     for where in ("server", "viewer"):
         ours_ms = [g[where] for g in shipped if g[where] is not None]
-        for name, theirs in ratios:
-            theirs = [t for t in theirs.get(where, []) if t is not None]
-            if ours_ms and theirs:
+        for name, figures in ratios:
+            their_ms = [t for t in figures.get(where, []) if t is not None]
+            if ours_ms and their_ms:
                 notes.append(
                     f"opening (as shipped) / {name}, at the {where}: p50 "
-                    f"{median(ours_ms) / median(theirs):.2f}, "
-                    f"p95 {pct(ours_ms, 95) / pct(theirs, 95):.2f}"
+                    f"{median(ours_ms) / median(their_ms):.2f}, "
+                    f"p95 {pct(ours_ms, 95) / pct(their_ms, 95):.2f}"
                 )
     return "\n".join([*notes, "", steps_table(ours), "", wer_line(ours)])
 

@@ -135,6 +135,8 @@ async def speak_all(job: dict) -> list[dict]:
         await asyncio.wait_for(sink.done.wait(), 60)
         audio = np.concatenate(sink.audio) if sink.audio else np.zeros(0, np.int16)
         voiced = np.flatnonzero(np.abs(audio.astype(np.int32)) > VOICED_PEAK)
+        if sink.first_at is None:
+            raise RuntimeError(f"pipecat sent no audio for {text!r}")
         first = (sink.first_at - sink.asked_at) * 1000
         lead = (voiced[0] if len(voiced) else 0) * 1000 / rate
         timed = {"first_frame_ms": first, "lead_in_ms": lead, "first_voiced_ms": first + lead}

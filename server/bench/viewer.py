@@ -79,7 +79,11 @@ class PythonViewer:
 
     async def _read(self, track: Any) -> None:
         receiver = next(r for r in self.pc.getReceivers() if r.track is track)
-        mapper = receiver._RTCRtpReceiver__timestamp_mapper  # aiortc keeps the first RTP ts here
+        # aiortc keeps the first RTP timestamp here, name-mangled
+        mapper = getattr(receiver, "_RTCRtpReceiver__timestamp_mapper")  # noqa: B009
+        base = self.rtp_base
+        if base is None:
+            raise RuntimeError("the answer gave no rtp_base")
         near = 0
         with contextlib.suppress(MediaStreamError):
             while True:
@@ -87,7 +91,7 @@ class PythonViewer:
                 # aiortc's pts counts from the first packet it received; add that packet's RTP
                 # timestamp back to get the raw RTP timestamp, then map it to the broadcast clock
                 rtp_ts = (frame.pts + mapper._origin) % (1 << 32)
-                near = unwrap_rtp(rtp_ts, self.rtp_base, near)
+                near = unwrap_rtp(rtp_ts, base, near)
                 pcm = frame.to_ndarray().reshape(-1, len(frame.layout.channels))[:, 0]
                 self.frames.append(HeardFrame(near, pcm.astype(np.int16), time.monotonic()))
 

@@ -121,6 +121,7 @@ def _start_clients(url: str, n: int, seconds: float) -> list[tuple[subprocess.Po
         ]
         clients.append((subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True), out))
     for proc, _ in clients:  # every client says when all its viewers hear the broadcast
+        assert proc.stdout is not None  # opened as a pipe
         line = proc.stdout.readline()
         if "connected" not in line:
             raise RuntimeError(f"viewer client failed: {line}{proc.stdout.read()}")

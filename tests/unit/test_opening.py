@@ -6,9 +6,9 @@ import asyncio
 
 import numpy as np
 
+from models.protocols import SpeechChunk
 from server.onsets import sound_onsets
 from server.opening import opening_words, split_at_word, spoken
-from tests.fakes import FakeChunk
 
 SR = 22_050
 
@@ -34,7 +34,7 @@ def test_the_opening_ends_at_a_pause_or_before_a_function_word_and_leaves_two_wo
     assert opening_words("Grab a warm drink. And settle in.") is None  # four words, one sentence
 
 
-def chunk(text: str, word_ms: float = 200, gap_ms: float = 30) -> FakeChunk:
+def chunk(text: str, word_ms: float = 200, gap_ms: float = 30) -> SpeechChunk:
     """A chunk in Piper's shape: a lead-in, each word a tone, a word space between words."""
     n_word, n_gap = int(SR * word_ms / 1000), int(SR * gap_ms / 1000)
     t = np.arange(n_word) / SR
@@ -50,7 +50,7 @@ def chunk(text: str, word_ms: float = 200, gap_ms: float = 30) -> FakeChunk:
             phonemes.append((",", 3 * n_gap))
     parts.append(np.zeros(n_gap, np.int16))
     phonemes.append(("$", n_gap))
-    return FakeChunk(np.concatenate(parts), SR, tuple(phonemes), text)
+    return SpeechChunk(np.concatenate(parts), SR, tuple(phonemes), text)
 
 
 def test_a_chunk_is_cut_at_its_word_space_with_fades_where_the_halves_meet():

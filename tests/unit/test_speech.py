@@ -7,14 +7,14 @@ import time
 
 import numpy as np
 
+from models.protocols import SpeechChunk
 from server.speech import SpeechFirst, trim_lead_in
-from tests.fakes import FakeChunk
 
 
 def test_lead_in_silence_is_trimmed_without_moving_any_phoneme_against_its_audio():
     sr = 22_050
     audio = np.concatenate([np.zeros(800, np.int16), np.full(1000, 5000, np.int16)])
-    chunk = FakeChunk(audio, sr, (("^", 768), ("a", 1032)), "a")
+    chunk = SpeechChunk(audio, sr, (("^", 768), ("a", 1032)), "a")
     out = trim_lead_in(chunk)
     cut = len(audio) - len(out.audio)
     assert 700 < cut <= 768  # within '^', a couple of ms before the first loud sample
@@ -25,7 +25,7 @@ def test_lead_in_silence_is_trimmed_without_moving_any_phoneme_against_its_audio
 
 
 def test_speech_that_starts_at_once_is_left_alone():
-    chunk = FakeChunk(np.full(500, 3000, np.int16), 22_050, (("^", 100), ("a", 400)), "a")
+    chunk = SpeechChunk(np.full(500, 3000, np.int16), 22_050, (("^", 100), ("a", 400)), "a")
     assert trim_lead_in(chunk) is chunk
 
 
@@ -49,12 +49,12 @@ def test_a_first_sound_that_opens_in_silence_is_trimmed_to_where_it_sounds():
     sr = 22_050
     soft = 768 + sr // 50
     audio = np.concatenate([np.zeros(soft, np.int16), np.full(1000, 5000, np.int16)])
-    chunk = FakeChunk(audio, sr, (("^", 768), ("w", len(audio) - 768)), "w")
+    chunk = SpeechChunk(audio, sr, (("^", 768), ("w", len(audio) - 768)), "w")
     out = trim_lead_in(chunk)
     cut = len(audio) - len(out.audio)
     assert soft - sr // 500 - 1 <= cut < soft  # a couple of ms before the sound
     assert out.phonemes == (("w", len(out.audio)),)  # it ends where it did
     # sound that starts later than that is not looked for: the '^' alone is cut
     late = np.concatenate([np.zeros(768 + sr // 10, np.int16), np.full(1000, 5000, np.int16)])
-    out = trim_lead_in(FakeChunk(late, sr, (("^", 768), ("w", len(late) - 768)), "w"))
+    out = trim_lead_in(SpeechChunk(late, sr, (("^", 768), ("w", len(late) - 768)), "w"))
     assert len(late) - len(out.audio) == 768 - sr // 500
