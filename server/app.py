@@ -21,8 +21,8 @@ from .headers import security_headers
 from .mediaclock import MediaClock
 from .metrics import Metrics
 from .peers import ViewerPeers
+from .show.assembly import assemble
 from .signals import Signals
-from .stage import Stage
 from .stalls import StallWatch
 from .tasks import cancel_and_wait
 from .timeline import SpeechTimeline
@@ -176,7 +176,7 @@ async def _bring_up(app: web.Application, models: Models | None) -> None:
             correct_visemes=fc.correct_visemes,
         )
     app["live"]["feedback"] = feedback
-    stage = Stage(
+    stage = assemble(
         cfg,
         app["media_clock"],
         app["timeline"],

@@ -12,20 +12,21 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+
+from models.protocols import SpeechChunk
 
 # phrases scheduled and not yet sent: the stage runs at most max_ahead_s (20 s) ahead
 MAX_PENDING = 128
 
 
 @dataclass
-class _Phrase:
+class ExpectedPhrase:
     utterance_id: str
     text: str
     start: int  # broadcast sample of its first sample
-    chunk: Any  # Piper's chunk: its own sound and alignments
+    chunk: SpeechChunk  # Piper's chunk: its own sound and alignments
     pcm: np.ndarray  # the broadcast's samples over [start, start + len)
 
     @property
@@ -36,18 +37,22 @@ class _Phrase:
 class PhraseTap:
     """Gathers scheduled phrases' samples from the broadcast frames; hands each on complete."""
 
-    def __init__(self, deliver: Callable[[str, str, np.ndarray, int, Any], None]) -> None:
+    def __init__(self, deliver: Callable[[str, str, np.ndarray, int, SpeechChunk], None]) -> None:
         self._deliver = deliver  # (utterance_id, text, pcm, start, chunk), as SpeechFeedback.check
-        self._pending: deque[_Phrase] = deque(maxlen=MAX_PENDING)
+        self._pending: deque[ExpectedPhrase] = deque(maxlen=MAX_PENDING)
 
-    def expect(self, utterance_id: str, text: str, start: int, samples: int, chunk: Any) -> _Phrase:
+    def expect(
+        self, utterance_id: str, text: str, start: int, samples: int, chunk: SpeechChunk
+    ) -> ExpectedPhrase:
         """Gather [start, start + samples): call before it is placed, so no frame of it is
         sent before it is expected."""
-        phrase = _Phrase(utterance_id, text, start, chunk, np.zeros(samples, np.int16))
+        phrase = ExpectedPhrase(utterance_id, text, start, chunk, np.zeros(samples, np.int16))
         self._pending.append(phrase)
         return phrase
 
-    def extend(self, phrase: _Phrase, start: int, samples: int, text: str, chunk: Any) -> bool:
+    def extend(
+        self, phrase: ExpectedPhrase, start: int, samples: int, text: str, chunk: SpeechChunk
+    ) -> bool:
         """Make an expected phrase go on over [start, start + samples), right after it, as
         `text` and `chunk` (an opening and the rest of its sentence, heard as one); False when
         it has been handed on already or does not end there."""

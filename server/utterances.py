@@ -10,6 +10,9 @@ from collections import deque
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from .config import RoleConfig
+from .metrics import Metrics
+
 
 class UtteranceState(StrEnum):
     QUEUED = "queued"
@@ -76,6 +79,8 @@ class Utterance:
     text: str
     role: str
     mode: str  # "verbatim" | "chat"
+    # the role's character, resolved once when the utterance is accepted
+    character: RoleConfig = field(default_factory=RoleConfig, repr=False)
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
     accepted_at: float = field(default_factory=time.monotonic)
     state: UtteranceState = UtteranceState.QUEUED
@@ -137,6 +142,14 @@ class Utterance:
             "error": self.error,
             "cross_modal": self.cross_modal.to_json(),
         }
+
+
+def finish(utt: Utterance, state: UtteranceState, metrics: Metrics) -> None:
+    """The utterance's outcome, counted once: done, interrupted or failed."""
+    if utt.state in FINAL_STATES:
+        return
+    utt.state = state
+    metrics.utterances.labels(str(state)).inc()
 
 
 class QueueFull(Exception):

@@ -134,8 +134,8 @@ def run(n: int, config: str | None, peer_lines: int = len(VERBATIM)) -> str:
     srv = LiveServer(cfg).start(ready_timeout=900)
     try:
         ours = measure_allnighter(srv, VERBATIM[:peer_lines], _settle, _say_and_wait)
-        stage = srv.app["live"]["stage"]
-        llm, tts, role = stage.llm, stage.tts, cfg.roles[0]
+        models = srv.app["live"]["models"]
+        llm, tts, role = models.llm, models.tts, cfg.roles[0]
         rows: dict[str, dict[str, list[float]]] = {}
 
         def measure(kind: str, items: list[str], mode: str, floor: Any) -> None:

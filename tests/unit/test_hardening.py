@@ -147,7 +147,7 @@ def test_announced_speech_is_forgotten_as_it_plays_with_nobody_joining(quick_ser
 
     async def watch(done: asyncio.Event) -> None:
         while not done.is_set():
-            held.append(len(stage._announced))
+            held.append(len(stage.pipeline.announcer))
             await asyncio.sleep(0.02)
 
     async def run() -> int:
@@ -158,7 +158,7 @@ def test_announced_speech_is_forgotten_as_it_plays_with_nobody_joining(quick_ser
             _, body = await say(quick_server, sentences)
             uid = body["utterance_id"]
             if i % 3 == 2:
-                await wait_for(lambda: stage.broadcast.write_head > 0 and bool(stage._announced))
+                await wait_for(lambda: len(stage.pipeline.announcer) > 0)
                 await asyncio.sleep(0.5)
                 await request(quick_server, "POST", "/api/v1/interrupt", {})
             final = await until_final(quick_server, uid, timeout=60)

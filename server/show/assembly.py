@@ -1,0 +1,61 @@
+"""The show put together: each step built with what it needs, and the stage over them. The one
+place that knows every part (the app calls it once the models are loaded)."""
+
+from __future__ import annotations
+
+from models.protocols import LLM, TTS
+from timesync.fused import FusedClock
+
+from ..broadcast import Broadcast
+from ..config import Config
+from ..feedback import SpeechFeedback
+from ..mediaclock import MediaClock
+from ..metrics import Metrics
+from ..phrasetap import PhraseTap
+from ..speech import SpeechFirst
+from ..timeline import SpeechTimeline
+from .announcing import Announcer, Emit
+from .crossmodal import CrossModalFigures
+from .phrasing import Phrasing
+from .pipeline import Pipeline
+from .placing import Placing, no_correction
+from .playout import Playout
+from .speaking import Speaking
+from .stage import Stage
+from .stamps import Stamps
+
+
+def assemble(
+    cfg: Config,
+    clock: MediaClock,
+    timeline: SpeechTimeline,
+    broadcast: Broadcast,
+    metrics: Metrics,
+    emit: Emit,
+    llm: LLM,
+    tts: TTS,
+    feedback: SpeechFeedback | None = None,
+    fused: FusedClock | None = None,
+) -> Stage:
+    stamps = Stamps(clock, fused if fused is not None else FusedClock())
+    gate = SpeechFirst()  # the LLM yields the CPU to speech
+    tap = None
+    if feedback is not None:
+        # the ASR hears each phrase as the broadcast sent it, and its correction moves the
+        # visemes of what is placed next: the feedback loop, as an input of placing
+        heard = tap = PhraseTap(feedback.check)
+        broadcast.observe(lambda frame: heard.frame(frame.start, frame.pcm))
+    correction = feedback.correction_samples if feedback is not None else no_correction
+    announcer = Announcer(emit, stamps)
+    pipeline = Pipeline(
+        Phrasing(llm, cfg.stage, cfg.models, metrics, gate, stamps),
+        Speaking(tts, cfg.stage, cfg.models.tts_deadline_s, metrics, gate),
+        Placing(clock, timeline, broadcast, cfg.stage, metrics, tap, correction),
+        announcer,
+        CrossModalFigures(metrics, stamps),
+        gate,
+        cfg.stage.tts_buffer_phrases,
+    )
+    playout = Playout(metrics, announcer)
+    broadcast.observe(playout.frame)
+    return Stage(pipeline, playout, broadcast, timeline, cfg.stage, metrics, emit)

@@ -1,0 +1,83 @@
+"""Speaking: a phrase becomes speech chunks, synthesized on the TTS's own thread.
+
+An utterance's first phrase opens with its first words on their own (opening.py), so first
+audio waits for three words, not a sentence. The TTS thread runs 10 nice values below the
+loop that paces audio out: synthesis runs seconds ahead of the broadcast, the loop does not.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import AsyncGenerator, Iterator
+from dataclasses import dataclass
+
+from models.protocols import TTS, SpeechChunk, VoiceStyle
+
+from .. import opening
+from ..config import RoleConfig, StageConfig
+from ..inference import ModelThread
+from ..metrics import Metrics
+from ..speech import SpeechFirst
+from ..utterances import Utterance
+
+
+@dataclass(frozen=True)
+class Spoken:
+    """One chunk of a phrase's speech: the text it voices, the chunk, and which part of the
+    phrase it is (opening.WHOLE, OPENING or REST)."""
+
+    text: str
+    chunk: SpeechChunk
+    part: str
+
+
+def voice_of(character: RoleConfig) -> VoiceStyle:
+    return VoiceStyle(
+        length_scale=character.length_scale,
+        noise_scale=character.noise_scale,
+        noise_w_scale=character.noise_w_scale,
+        volume=character.volume,
+    )
+
+
+class Speaking:
+    def __init__(
+        self, tts: TTS, stage: StageConfig, deadline_s: float, metrics: Metrics, gate: SpeechFirst
+    ) -> None:
+        self.tts, self.stage, self.metrics, self.gate = tts, stage, metrics, gate
+        # On a busy machine the loop that paces audio out waited 20-120 ms for a core behind
+        # Piper, and an interrupt reached the viewers that late: the TTS thread yields to it.
+        self._thread = ModelThread("tts", nice=10, deadline_s=deadline_s)
+
+    async def speak(self, utt: Utterance, phrase: str) -> AsyncGenerator[Spoken, None]:
+        """`phrase` of `utt` as speech chunks, as soon as each is synthesized."""
+        style = voice_of(utt.character)
+
+        def synthesize(text: str, urgent: bool) -> AsyncGenerator[SpeechChunk, None]:
+            return self._thread.iterate(self._speak_alone, text, style, urgent)
+
+        started = time.perf_counter()
+        first = True
+        opens = self.stage.opening and utt.end_sample is None  # the utterance's first phrase
+        if utt.synthesis_at is None:
+            utt.synthesis_at = time.monotonic()
+        stream = opening.spoken(phrase, synthesize, opens)
+        async with contextlib.aclosing(stream) as chunks:
+            async for text, chunk, part in chunks:
+                if first:
+                    self.metrics.tts_ttfa.observe(time.perf_counter() - started)
+                    first = False
+                if utt.first_chunk_at is None:
+                    utt.first_chunk_at = time.monotonic()
+                yield Spoken(text, chunk, part)
+
+    def _speak_alone(
+        self, text: str, style: VoiceStyle | None, urgent: bool = False
+    ) -> Iterator[SpeechChunk]:
+        """On the TTS thread: start Piper once the LLM has stepped aside."""
+        self.gate.before_synthesis()
+        return self.tts.speak(text, style, urgent=urgent)
+
+    def shutdown(self) -> None:
+        self._thread.shutdown()

@@ -1,0 +1,150 @@
+"""The stage: utterances wait in a bounded queue and are performed one after another; an
+interrupt stops a role's speech (or all of it) at the write head, everywhere at once."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from typing import Any
+
+from ..broadcast import Broadcast
+from ..config import RoleConfig, StageConfig
+from ..metrics import Metrics
+from ..tasks import cancel_and_wait, supervised
+from ..timeline import SpeechTimeline
+from ..utterances import FINAL_STATES, Utterance, UtteranceQueue, UtteranceState, finish
+from .announcing import Emit
+from .pipeline import Pipeline
+from .playout import Playout
+
+log = logging.getLogger(__name__)
+
+
+class Stage:
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        playout: Playout,
+        broadcast: Broadcast,
+        timeline: SpeechTimeline,
+        stage: StageConfig,
+        metrics: Metrics,
+        emit: Emit,
+    ) -> None:
+        self.pipeline, self.playout = pipeline, playout
+        self.broadcast, self.timeline = broadcast, timeline
+        self.metrics, self.emit = metrics, emit
+        self.queue = UtteranceQueue(stage.queue_size)
+        self.history: deque[Utterance] = deque(maxlen=stage.history)
+        self._current_task: asyncio.Task | None = None
+        self._worker: asyncio.Task | None = None
+
+    @property
+    def current(self) -> Utterance | None:
+        return self.playout.speaking
+
+    # ---- input -------------------------------------------------------------------------
+    def submit(self, text: str, character: RoleConfig, mode: str) -> Utterance:
+        """Accept an utterance or raise QueueFull; accepted ones are never dropped silently."""
+        utt = Utterance(text=text, role=character.name, mode=mode, character=character)
+        self.queue.put(utt)
+        self.metrics.queue_depth.set(len(self.queue))
+        self.history.append(utt)
+        return utt
+
+    async def interrupt(self, role: str | None) -> int:
+        """Stop speech of `role` (all when None) at the write head; returns that sample."""
+        at = self.broadcast.write_head
+        self.timeline.cut(at, role)
+        stopped: list[str] = []
+        for utt in self.queue.remove_role(role):
+            finish(utt, UtteranceState.INTERRUPTED, self.metrics)
+            stopped.append(utt.id)
+        stopped += [utt.id for utt in self.playout.stop(role)]
+        cur = self.current
+        stopping = None
+        if cur is not None and (role is None or cur.role == role) and self._current_task:
+            stopping = self._current_task
+            stopping.cancel()  # before any await: it can schedule nothing more after `at`
+            stopped.append(cur.id)
+        self.pipeline.interrupted(at, role, stopped)
+        # then the viewers, before waiting for the speaker to wind down: their pages silence
+        # what they have buffered as soon as they know. A phrase event of a stopped utterance
+        # may still be on its way out; the ids let the pages drop it.
+        payload: dict[str, Any] = {"at_sample": at, "utterances": stopped}
+        if role is not None:
+            payload["role"] = role
+        await self.emit("interrupt", payload)
+        if stopping is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await stopping
+        self.metrics.queue_depth.set(len(self.queue))
+        return at
+
+    # ---- the worker ----------------------------------------------------------------------
+    def start(self) -> None:
+        restarted = self.metrics.task_restarts.labels("stage").inc
+        self._worker = asyncio.get_running_loop().create_task(
+            supervised("stage", self._run, restarted), name="stage"
+        )
+
+    @property
+    def working(self) -> bool:
+        """The worker that takes utterances off the queue is running."""
+        return self._worker is not None and not self._worker.done()
+
+    async def stop(self) -> None:
+        await cancel_and_wait(self._worker)
+        self.pipeline.shutdown()
+
+    async def _run(self) -> None:
+        while True:
+            utt = await self.queue.get()
+            self.metrics.queue_depth.set(len(self.queue))
+            self.playout.speaking = utt
+            utt.state = UtteranceState.SPEAKING
+            self._current_task = asyncio.get_running_loop().create_task(
+                self._perform(utt), name=f"utterance-{utt.id}"
+            )
+            try:
+                await self._current_task
+            except asyncio.CancelledError:
+                if utt.state not in FINAL_STATES:
+                    finish(utt, UtteranceState.INTERRUPTED, self.metrics)
+                if self._worker is not None and self._worker.cancelling():
+                    raise
+            except Exception as exc:
+                log.exception("utterance %s failed", utt.id)
+                utt.error = f"{type(exc).__name__}: {exc}"
+                finish(utt, UtteranceState.FAILED, self.metrics)
+            finally:
+                self.playout.speaking = None
+                self._current_task = None
+            # a stop that reached the utterance as it ended (and so did not end it) is a stop
+            if self._worker is not None and self._worker.cancelling():
+                raise asyncio.CancelledError
+
+    async def _perform(self, utt: Utterance) -> None:
+        await self.pipeline.perform(utt)
+        self.playout.performed(utt, self.broadcast.write_head)
+
+    # ---- what the pages and the host are told ----------------------------------------------
+    def upcoming(self) -> list[tuple[str, dict]]:
+        """Events of speech still to be played, for a viewer who joins now."""
+        return self.pipeline.announcer.upcoming(self.broadcast.write_head)
+
+    def viewer_onset(self, sid: str, onset: dict) -> None:
+        """A viewer drew an utterance's first voiced viseme (its page's record, checked)."""
+        utt = self.playout.find(onset["id"])
+        utt = utt or next((u for u in reversed(self.history) if u.id == onset["id"]), None)
+        if utt is not None:  # else an utterance long forgotten, or an id the page made up
+            self.pipeline.figures.viewer_onset(utt, sid, onset)
+
+    def snapshot(self) -> dict:
+        return {
+            "queue": [u.to_json() for u in self.queue.waiting()],
+            "current": self.current.to_json() if self.current else None,
+            "recent": [u.to_json() for u in list(self.history)[-20:]],
+        }
