@@ -17,7 +17,9 @@ the internet, not one):
 Per phase: the share of broadcast frames the server sent late (the goal: no more than with
 no attack, in the same run), the event loop's lag p99 (from its own histogram), its peak RSS
 and its RSS a minute after, what the aiortc viewer heard (frames lost, late) and the page's
-lip-sync (the goals of `bench lipsync`: |p95| ≤ 10 ms, p1 and p99 inside ATSC's window).
+lip-sync (the goals of `bench lipsync`: |p95| ≤ 10 ms, p1 and p99 inside ATSC's window; and
+whether it is as unattacked: |p95| within 5 ms of the unattacked phase's, no fewer onsets in
+ATSC's window but one).
 
 As in `bench lipsync`, the browser stands for a viewer's own machine: the server runs at a
 lower priority than Chromium; the attacker, standing for machines elsewhere, lower still.
@@ -239,6 +241,20 @@ class Watcher:
         }
 
 
+SLACK_MS = 5.0  # |p95| this much above the unattacked phase's still counts as unchanged
+
+
+def as_unattacked(values: list[float], base: list[float]) -> str:
+    """Whether an attacked phase's lip-sync is the unattacked one's: |p95| within SLACK_MS of
+    it, and no more than one onset fewer inside ATSC's window (in share)."""
+    if not values or not base:
+        return "—"
+    p95, base_p95 = (pct([abs(v) for v in x], 95) for x in (values, base))
+    share, base_share = (in_window(x, ATSC) or 0.0 for x in (values, base))
+    same = p95 <= base_p95 + SLACK_MS and share >= base_share - 1 / len(values)
+    return "holds" if same else "fails"
+
+
 def sync_cells(values: list[float]) -> list:
     """p50, |p95|, share inside ATSC (%), and whether the goals hold."""
     if not values:
@@ -264,7 +280,7 @@ def _until_no_peers(url: str, most_s: float = 60.0) -> None:
 
 def _phase(
     pid: int, url: str, attack: str, seconds: float, after_s: float, watcher: Watcher
-) -> list:
+) -> tuple[list, dict[str, list[float]]]:
     start_rss = rss_mb(pid)
     sent0, late0 = _server_frames(url)
     seen0 = _buckets(url)
@@ -309,13 +325,14 @@ def _phase(
         *sync_cells(sync["probe"]),
         len(sync["page"]),
         *sync_cells(sync["page"]),
-    ]
+    ], sync
 
 
 def run(seconds: float, after_s: float = 60.0) -> str:
     from playwright.sync_api import sync_playwright
 
-    rows = []
+    rows: list[list] = []
+    synced: list[dict[str, list[float]]] = []  # each phase's lip-sync figures
     # as in bench viewers: the transport is measured, not the ASR checker. (The server first:
     # Playwright's synchronous API holds an event loop, and the server's start waits on one.)
     settings = "load_asr = false\n"
@@ -327,12 +344,15 @@ def run(seconds: float, after_s: float = 60.0) -> str:
         watcher = Watcher(browser, url)
         watcher.wait(WARM_UP_S)
         for attack in ATTACKS:
-            rows.append(_phase(server.pid, url, attack, seconds, after_s, watcher))
-            print(rows[-1], flush=True)
+            row, figures = _phase(server.pid, url, attack, seconds, after_s, watcher)
+            rows.append(row)
+            synced.append(figures)
+            print(row, flush=True)
         browser.close()
     base = rows[0][1]
-    for row in rows:
+    for row, figures in zip(rows, synced, strict=True):
         row.insert(2, "holds" if row[1] <= base + 0.1 else "fails")
+        row += [as_unattacked(figures[f], synced[0][f]) for f in ("probe", "page")]
     sync = ["p50 ms", "\\|p95\\| ms", "in ATSC %", "goals"]
     return render(
         f"bench abuse: {seconds:.0f} s per attack while the show speaks, two legitimate viewers "
@@ -355,6 +375,8 @@ def run(seconds: float, after_s: float = 60.0) -> str:
             *(f"probe {c}" for c in sync),
             "viseme onsets (page)",
             *(f"page {c}" for c in sync),
+            "probe as unattacked",
+            "page as unattacked",
         ],
         rows,
     )

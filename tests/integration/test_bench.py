@@ -104,4 +104,5 @@ def test_bench_abuse_prints_each_attack_beside_none():
         # the stage page drew viseme onsets through each, and its lip-sync was judged
         assert int(row["viseme onsets (page)"]) > 0, out
         assert row["page goals"] in ("holds", "misses"), out
+        assert row["page as unattacked"] in ("holds", "fails"), out
     assert "500 offers never connecting: {'statuses'" in out  # what the attacker was told
