@@ -38,7 +38,7 @@ from playwright.sync_api import Browser
 from server.bench.harness import LiveServer
 from server.bench.lipsync import measure_page
 from server.bench.table import pct
-from server.hostdesk import ATSC
+from server.host.hostdesk import ATSC
 
 LINES = 20
 P95_MS = 15  # the bound on the p95, where the frame rate allows it

@@ -13,19 +13,21 @@ import aiohttp_jinja2
 import jinja2
 from aiohttp import web
 
-from . import api, heap, hostdesk, rtp
-from .broadcast import Broadcast
+from . import heap
 from .config import Config
-from .feedback import SpeechFeedback, checker_thread
 from .headers import security_headers
-from .mediaclock import MediaClock
+from .host import api, hostdesk
+from .media.broadcast import Broadcast
+from .media.mediaclock import MediaClock
+from .media.timeline import SpeechTimeline
 from .metrics import Metrics
-from .peers import ViewerPeers
 from .show.assembly import assemble
-from .signals import Signals
+from .show.feedback import SpeechFeedback, checker_thread
 from .stalls import StallWatch
 from .tasks import cancel_and_wait
-from .timeline import SpeechTimeline
+from .transport import rtp
+from .transport.peers import ViewerPeers
+from .transport.signals import Signals
 
 log = logging.getLogger(__name__)
 WEB_DIR = Path(__file__).resolve().parent.parent / "web"

@@ -70,7 +70,7 @@ class StageConfig:
     # ones of the same word, this long after its start (TalkingHead's ~120 ms reads smoother)
     viseme_hold_ms: float = 0.0
     # an utterance's first words are spoken from a synthesis of their own while the rest of
-    # its first sentence is synthesized (server/opening.py): first audio well before Piper
+    # its first sentence is synthesized (server/show/opening.py): first audio well before Piper
     # has the whole sentence
     opening: bool = True
 

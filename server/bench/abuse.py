@@ -43,7 +43,7 @@ from typing import Any
 
 import aiohttp
 
-from server.hostdesk import ATSC, in_window
+from server.host.hostdesk import ATSC, in_window
 
 from .browser import SERVER_NICE, launch, now_ms, open_stage, probe, records
 from .lipsync import goals
@@ -98,7 +98,7 @@ def bucket_ms(before: dict[float, float], after: dict[float, float], q: float) -
 async def _offer_sdp() -> str:
     from aiortc import RTCPeerConnection
 
-    from server import rtp
+    from server.transport import rtp
 
     rtp.use_ice_addresses(["127.0.0.1"])
     pc = RTCPeerConnection()

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from server.inference import lower_priority
+from server.show.inference import lower_priority
 
 # Playwright's own --disable-features list would be dropped if we passed ours, so nothing is
 # disabled here: the server strips mDNS candidates instead.

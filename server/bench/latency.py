@@ -8,7 +8,7 @@ chat prompts, the LLM's first phrase plus Piper's first chunk of it. The overhea
 stage, the phrase window, resampling, scheduling and the broadcast add on top.
 
 Then the 20 verbatim lines against pipecat's in-process Piper path (peer.py): Allnighter as
-shipped, opening each line with its first words (server/opening.py), at the server and at a
+shipped, opening each line with its first words (server/show/opening.py), at the server and at a
 WebRTC viewer; Allnighter again with the opening off (Piper's whole first sentence, the
 baseline); and pipecat, in a virtual environment of its own, with the same voice and lines.
 """

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from server.hostdesk import ATSC, EBU_R37, in_window
+from server.host.hostdesk import ATSC, EBU_R37, in_window
 
 from .browser import behind_the_browser, launch, now_ms, open_stage, probe, records
 from .harness import LiveServer, say, until_final

@@ -1,6 +1,6 @@
 """First audio against a peer: Allnighter's 20 verbatim lines beside pipecat's Piper path.
 
-Allnighter is measured as shipped (each line opened with its first words, server/opening.py)
+Allnighter is measured as shipped (each line opened with its first words, server/show/opening.py)
 and with its opening off (Piper's whole first sentence first: the baseline of this run), at the
 server (its first voiced frame leaving for the viewers) and at a WebRTC viewer (aiortc, in this
 process, its own loop: the first voiced frame it decoded), with where the time went and the
@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from models.catalogue import packaged_piper_voice
-from server.broadcast import is_voiced
-from server.opening import opening_words
+from server.media.broadcast import is_voiced
+from server.show.opening import opening_words
 
 from .harness import LiveServer
 from .table import median, pct, render

@@ -18,8 +18,8 @@ import socketio
 from aiortc import RTCPeerConnection, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamError
 
-from server import rtp
-from server.mediaclock import unwrap_rtp
+from server.media.mediaclock import unwrap_rtp
+from server.transport import rtp
 
 
 @dataclass

@@ -6,21 +6,21 @@ from __future__ import annotations
 from models.protocols import LLM, TTS
 from timesync.fused import FusedClock
 
-from ..broadcast import Broadcast
 from ..config import Config
-from ..feedback import SpeechFeedback
-from ..mediaclock import MediaClock
+from ..media.broadcast import Broadcast
+from ..media.mediaclock import MediaClock
+from ..media.timeline import SpeechTimeline
 from ..metrics import Metrics
-from ..phrasetap import PhraseTap
-from ..speech import SpeechFirst
-from ..timeline import SpeechTimeline
 from .announcing import Announcer, Emit
 from .crossmodal import CrossModalFigures
+from .feedback import SpeechFeedback
+from .phrasetap import PhraseTap
 from .phrasing import Phrasing
 from .pipeline import Pipeline
 from .placing import Placing, no_correction
 from .playout import Playout
 from .speaking import Speaking
+from .speech import SpeechFirst
 from .stage import Stage
 from .stamps import Stamps
 

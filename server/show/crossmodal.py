@@ -5,8 +5,8 @@ each viewer's hearing and drawing of it as the viewer's page reports them."""
 from __future__ import annotations
 
 from ..metrics import Metrics
-from ..utterances import Utterance, ViewerOnset
 from .stamps import Stamps
+from .utterances import Utterance, ViewerOnset
 
 
 class CrossModalFigures:

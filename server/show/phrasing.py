@@ -16,13 +16,13 @@ from collections.abc import AsyncGenerator
 
 from models.protocols import LLM
 
-from .. import phrases
 from ..config import ModelConfig, StageConfig
-from ..inference import stream_tokens
 from ..metrics import Metrics
-from ..speech import SpeechFirst
-from ..utterances import Utterance
+from . import phrases
+from .inference import stream_tokens
+from .speech import SpeechFirst
 from .stamps import Stamps
+from .utterances import Utterance
 
 # Token/audio alignment: a token may take at most N audio frame steps of 10 ms to decode.
 TOKEN_ALIGNMENT_FRAMES = 3

@@ -9,14 +9,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from .. import opening
-from ..speech import SpeechFirst
-from ..utterances import Utterance
+from . import opening
 from .announcing import Announcer
 from .crossmodal import CrossModalFigures
 from .phrasing import Phrasing
 from .placing import PlacedSpeech, Placing
 from .speaking import Speaking
+from .speech import SpeechFirst
+from .utterances import Utterance
 
 
 class Pipeline:

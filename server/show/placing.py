@@ -16,18 +16,18 @@ from dataclasses import dataclass
 
 from models.protocols import SpeechChunk
 
-from .. import opening
-from ..broadcast import Broadcast
 from ..config import StageConfig
-from ..mediaclock import MediaClock
+from ..media.broadcast import Broadcast
+from ..media.mediaclock import MediaClock
+from ..media.timeline import Segment, SpeechTimeline
 from ..metrics import Metrics
-from ..onsets import QUIET_MS, open_on_sound, sound_onsets
-from ..phrasetap import ExpectedPhrase, PhraseTap
-from ..resample import resample_int16
-from ..speech import trim_lead_in
-from ..timeline import Segment, SpeechTimeline
-from ..visemes import VisemeFrame, visemes_from_alignment
+from . import opening
+from .onsets import QUIET_MS, open_on_sound, sound_onsets
+from .phrasetap import ExpectedPhrase, PhraseTap
+from .resample import resample_int16
 from .speaking import Spoken
+from .speech import trim_lead_in
+from .visemes import VisemeFrame, visemes_from_alignment
 
 # the ASR's viseme correction, in samples at the given rate (0 without an ASR)
 Correction = Callable[[int], int]

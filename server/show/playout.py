@@ -4,10 +4,10 @@ the broadcast has passed (forgotten)."""
 
 from __future__ import annotations
 
-from ..broadcast import EmittedFrame
+from ..media.broadcast import EmittedFrame
 from ..metrics import Metrics
-from ..utterances import Utterance, UtteranceState, finish
 from .announcing import Announcer
+from .utterances import Utterance, UtteranceState, finish
 
 
 class Playout:

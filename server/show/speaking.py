@@ -14,12 +14,12 @@ from dataclasses import dataclass
 
 from models.protocols import TTS, SpeechChunk, VoiceStyle
 
-from .. import opening
 from ..config import RoleConfig, StageConfig
-from ..inference import ModelThread
 from ..metrics import Metrics
-from ..speech import SpeechFirst
-from ..utterances import Utterance
+from . import opening
+from .inference import ModelThread
+from .speech import SpeechFirst
+from .utterances import Utterance
 
 
 @dataclass(frozen=True)

@@ -9,15 +9,15 @@ import logging
 from collections import deque
 from typing import Any
 
-from ..broadcast import Broadcast
 from ..config import RoleConfig, StageConfig
+from ..media.broadcast import Broadcast
+from ..media.timeline import SpeechTimeline
 from ..metrics import Metrics
 from ..tasks import cancel_and_wait, supervised
-from ..timeline import SpeechTimeline
-from ..utterances import FINAL_STATES, Utterance, UtteranceQueue, UtteranceState, finish
 from .announcing import Emit
 from .pipeline import Pipeline
 from .playout import Playout
+from .utterances import FINAL_STATES, Utterance, UtteranceQueue, UtteranceState, finish
 
 log = logging.getLogger(__name__)
 

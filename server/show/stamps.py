@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from timesync.fused import FusedClock
 
-from ..mediaclock import MediaClock
+from ..media.mediaclock import MediaClock
 
 
 class Stamps:

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from server.bench.viewer import PythonViewer
-from server.feedback import word_error_rate
-from server.onsets import sound_onsets
+from server.show.feedback import word_error_rate
+from server.show.onsets import sound_onsets
 from tests.alignment import measure
 from tests.integration.helpers import say, until_final, wait_for
 

@@ -9,9 +9,9 @@ import pytest
 
 from models.asr import Transcriber
 from models.tts import PiperSpeaker
-from server.feedback import SpeechFeedback
 from server.metrics import Metrics
-from server.resample import resample_int16
+from server.show.feedback import SpeechFeedback
+from server.show.resample import resample_int16
 
 pytestmark = pytest.mark.models
 

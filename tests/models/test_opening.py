@@ -1,6 +1,6 @@
 """An utterance's opening with the real Piper voice: the first words come from a short synthesis
 and the rest of the sentence from the whole one, and the viewer hears no gap or click where they
-meet (server/opening.py)."""
+meet (server/show/opening.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import asyncio
 import numpy as np
 import pytest
 
-from server.opening import opening_words, split_at_word, spoken
+from server.show.opening import opening_words, split_at_word, spoken
 
 pytestmark = pytest.mark.models
 

@@ -8,10 +8,10 @@ import time
 import numpy as np
 import pytest
 
-from server.broadcast import Broadcast
-from server.mediaclock import MediaClock, unwrap_rtp
-from server.resample import resample_int16, resampled_length
-from server.timeline import Segment, SpeechTimeline
+from server.media.broadcast import Broadcast
+from server.media.mediaclock import MediaClock, unwrap_rtp
+from server.media.timeline import Segment, SpeechTimeline
+from server.show.resample import resample_int16, resampled_length
 
 
 def test_media_clock_maps_time_to_samples_and_back():

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from server.config import load_config
-from server.feedback import planned_word_starts, word_error_rate
-from server.ratelimit import RateLimit
-from server.rtp import strip_mdns_candidates
-from server.signals import _finite
+from server.show.feedback import planned_word_starts, word_error_rate
+from server.transport.ratelimit import RateLimit
+from server.transport.rtp import strip_mdns_candidates
+from server.transport.signals import _finite
 
 
 def test_settings_file_overrides_defaults_and_env_gives_the_token(tmp_path):

@@ -12,8 +12,8 @@ import socketio
 from prometheus_client.parser import text_string_to_metric_families
 
 from server.bench.harness import page_text, request, say, until_final, utterance, wait_for
-from server.signals import UTTERANCE_ONSETS_PER_REPORT
-from server.utterances import CROSS_MODAL_VIEWERS, CrossModal, ViewerOnset
+from server.show.utterances import CROSS_MODAL_VIEWERS, CrossModal, ViewerOnset
+from server.transport.signals import UTTERANCE_ONSETS_PER_REPORT
 
 INF = float("inf")
 # per viewer: (heard − audio, picture − heard) in ms

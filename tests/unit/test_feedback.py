@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from server.config import load_config
-from server.feedback import DriftCorrection, PhraseCheck, SpeechFeedback
 from server.metrics import Metrics
+from server.show.feedback import DriftCorrection, PhraseCheck, SpeechFeedback
 
 ASR_BIAS = -0.090  # Whisper hears Piper's words about this early
 

@@ -14,7 +14,7 @@ from server.app import Models
 from server.bench.abuse import silent_socket
 from server.bench.harness import LiveServer, request, say, until_final, wait_for
 from server.config import load_config
-from server.signals import same_origin_or
+from server.transport.signals import same_origin_or
 from tests.conftest import TOKEN
 from tests.fakes import ToneTTS, WordsLLM
 
@@ -309,7 +309,7 @@ def test_a_socket_sending_too_much_is_refused_and_then_let_go(tone_server):
 
 
 def test_a_socket_that_stops_reading_is_dropped_before_its_queue_grows(tone_server):
-    from server.signals import MAX_QUEUED
+    from server.transport.signals import MAX_QUEUED
 
     signals = tone_server.app["signals"]
     eio = signals.sio.eio

@@ -149,7 +149,7 @@ def test_answer_when_the_queue_is_full_is_429_and_stays_answerable(tone_server):
 
 
 def test_recent_chat_is_bounded(tone_server):
-    from server.signals import RECENT_CHAT
+    from server.transport.signals import RECENT_CHAT
 
     signals = tone_server.app["signals"]
     assert signals.recent_chat.maxlen == RECENT_CHAT == 50

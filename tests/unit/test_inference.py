@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from server.inference import ModelThread
+from server.show.inference import ModelThread
 
 linux_nice = pytest.mark.skipif(
     not hasattr(os, "getpriority") or not os.path.isdir("/proc/self/task"),

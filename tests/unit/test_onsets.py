@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from server.onsets import open_on_sound, sound_onsets
-from server.visemes import VisemeFrame
+from server.show.onsets import open_on_sound, sound_onsets
+from server.show.visemes import VisemeFrame
 
 RATE = 48000
 MS = RATE // 1000

@@ -7,8 +7,8 @@ import asyncio
 import numpy as np
 
 from models.protocols import SpeechChunk
-from server.onsets import sound_onsets
-from server.opening import opening_words, split_at_word, spoken
+from server.show.onsets import sound_onsets
+from server.show.opening import opening_words, split_at_word, spoken
 
 SR = 22_050
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from server.phrases import PhraseWindow, next_window, word_tokens
+from server.show.phrases import PhraseWindow, next_window, word_tokens
 
 
 @pytest.mark.parametrize(
@@ -61,7 +61,7 @@ def test_nothing_is_lost_or_invented():
 
 
 def test_stage_directions_are_not_spoken_even_split_over_tokens():
-    from server.phrases import StageDirections
+    from server.show.phrases import StageDirections
 
     f = StageDirections()
     tokens = ["(", "laugh", "s)", " Ah", ", welcome", "! *", "smiles*", " Good [pause] night."]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from server.phrasetap import PhraseTap
+from server.show.phrasetap import PhraseTap
 
 FRAME = 960
 

@@ -8,7 +8,7 @@ import time
 import numpy as np
 
 from models.protocols import SpeechChunk
-from server.speech import SpeechFirst, trim_lead_in
+from server.show.speech import SpeechFirst, trim_lead_in
 
 
 def test_lead_in_silence_is_trimmed_without_moving_any_phoneme_against_its_audio():

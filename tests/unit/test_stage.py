@@ -7,14 +7,14 @@ import asyncio
 
 import numpy as np
 
-from server.broadcast import Broadcast, EmittedFrame
 from server.config import load_config
-from server.mediaclock import MediaClock
+from server.media.broadcast import Broadcast, EmittedFrame
+from server.media.mediaclock import MediaClock
+from server.media.timeline import SpeechTimeline
 from server.metrics import Metrics
 from server.show.assembly import assemble
 from server.show.stage import Stage
-from server.timeline import SpeechTimeline
-from server.utterances import FINAL_STATES, Utterance
+from server.show.utterances import FINAL_STATES, Utterance
 from tests.conftest import TOKEN
 from tests.fakes import ToneTTS, WordsLLM
 

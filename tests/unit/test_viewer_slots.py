@@ -8,11 +8,11 @@ import asyncio
 import pytest
 from aiortc import RTCPeerConnection
 
-from server import rtp
 from server.app import Models
 from server.bench.harness import LiveServer, request
 from server.config import WebRTCConfig, load_config
-from server.peers import OfferError, ViewerPeers
+from server.transport import rtp
+from server.transport.peers import OfferError, ViewerPeers
 from tests.conftest import TOKEN
 from tests.fakes import ToneTTS, WordsLLM
 

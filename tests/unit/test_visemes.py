@@ -1,10 +1,10 @@
-"""Tests for server.visemes: phoneme alignments -> Oculus viseme frames on the 48 kHz clock."""
+"""Tests for server.show.visemes: phoneme alignments -> Oculus viseme frames on the 48 kHz clock."""
 
 from __future__ import annotations
 
 import pytest
 
-from server.visemes import (
+from server.show.visemes import (
     PHONEME_VISEMES,
     VISEMES,
     VisemeFrame,

@@ -20,7 +20,7 @@ const TWO32 = 2 ** 32;
  * own error at onsets (up to 40 ms) to spare. A livestream can afford a tenth of a second.
  */
 export const LOOKAHEAD_MS = 100;
-// an onset: the first sample above LOUD after QUIET_MS of samples at most QUIET (server/onsets.py
+// an onset: the first sample above LOUD after QUIET_MS of samples at most QUIET (server/show/onsets.py
 // announces every sound after 50 ms of quiet, so each one heard here is among them)
 const LOUD = 0.02;
 const QUIET = 0.004;

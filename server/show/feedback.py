@@ -30,10 +30,10 @@ from typing import Any
 
 import numpy as np
 
+from ..metrics import Metrics
+from ..tasks import cancel_and_wait
 from .inference import ModelThread
-from .metrics import Metrics
 from .resample import resample_int16
-from .tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 

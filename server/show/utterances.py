@@ -10,8 +10,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from .config import RoleConfig
-from .metrics import Metrics
+from ..config import RoleConfig
+from ..metrics import Metrics
 
 
 class UtteranceState(StrEnum):

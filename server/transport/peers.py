@@ -17,9 +17,9 @@ from aiortc import (
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 from aiortc.sdp import SessionDescription
 
+from ..config import WebRTCConfig
+from ..media.broadcast import Broadcast, Listener
 from . import rtp
-from .broadcast import Broadcast, Listener
-from .config import WebRTCConfig
 from .ratelimit import PerAddress
 
 log = logging.getLogger(__name__)

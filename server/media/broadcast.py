@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import av
 import numpy as np
 
+from ..tasks import cancel_and_wait, supervised
 from .mediaclock import MediaClock
-from .tasks import cancel_and_wait, supervised
 from .timeline import SpeechTimeline
 
 log = logging.getLogger(__name__)

@@ -16,8 +16,8 @@ from typing import Any, TypeGuard
 
 import socketio
 
-from .config import ChatConfig
-from .metrics import Metrics
+from ..config import ChatConfig
+from ..metrics import Metrics
 from .ratelimit import PerAddress, RateLimit
 
 log = logging.getLogger(__name__)

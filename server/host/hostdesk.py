@@ -13,8 +13,8 @@ from typing import Any
 
 from aiohttp import web
 
+from ..show.utterances import rounded_median
 from .api import ApiError, json_response, read_json, require_host, role_from, submit
-from .utterances import rounded_median
 
 SAMPLE_RATE = 48_000
 ANSWERED_KEPT = 500  # chat ids remembered as answered (more than the chat buffer holds)

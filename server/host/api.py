@@ -10,8 +10,8 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from .peers import OfferError
-from .utterances import QueueFull
+from ..show.utterances import QueueFull
+from ..transport.peers import OfferError
 
 MODES = ("verbatim", "chat")
 MAX_JSON_BYTES = 64 * 1024
