@@ -15,6 +15,7 @@ test: setup
 	bash scripts/test-packages.sh
 	$(VENV)/bin/ruff check server models timesync tests playwright
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 	node --test web/tests/
 	$(VENV)/bin/pytest -v -rs --durations=15 tests
 	$(VENV)/bin/pytest -v -rs --durations=10 playwright
