@@ -39,6 +39,7 @@ from server.bench.harness import LiveServer
 from server.bench.lipsync import measure_page
 from server.bench.table import pct
 from server.host.hostdesk import ATSC
+from server.keys import CONFIG
 
 LINES = 20
 P95_MS = 15  # the bound on the p95, where the frame rate allows it
@@ -75,7 +76,7 @@ def test_each_line_starts_with_mouth_and_sound_together(
     assert len(outside) <= math.ceil(len(probe) / 10), (outside, probe)
     half = 1000 / fps / 2
     guard = max(0.0, half - 12)  # web/static/stage/lipsync.js: lateGuardMs
-    bound = max(P95_MS, half + guard + show.app["config"].stage.viseme_lead_ms)
+    bound = max(P95_MS, half + guard + show.app[CONFIG].stage.viseme_lead_ms)
     p95 = pct([abs(ms) for ms in page], 95)
     print(f"|p95| {p95:.1f} ms; bound {bound:.1f} ms at the page's median {fps:g} fps")
     assert p95 <= bound, page

@@ -18,6 +18,7 @@ from playwright.sync_api import Browser
 
 from server.bench.browser import open_stage
 from server.bench.harness import LiveServer
+from server.keys import LIVE
 
 SECONDS = 180
 SETTLE = 20  # s: the page's onset calibration settles first
@@ -43,7 +44,7 @@ def test_the_mouth_keeps_to_the_sound_while_the_clocks_drift_apart(
     browser: Browser, show: LiveServer, ppm: float
 ):
     cfg = e2e_config(queue_size=80, clock_skew_ppm=ppm)
-    srv = LiveServer(cfg, show.app["live"]["models"]).start()  # the models are loaded once
+    srv = LiveServer(cfg, show.app[LIVE].models).start()  # the models are loaded once
     page = None
     try:
         with srv.collecting_reports() as reported:

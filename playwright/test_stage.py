@@ -12,6 +12,7 @@ from conftest import Host, e2e_config, open_desk, screenshot, until_final
 from server.bench.browser import CHROMIUM_ARGS, chromium_path, now_ms, open_stage, probe, records
 from server.bench.harness import LiveServer, free_port
 from server.bench.lipsync_figures import LOUD, OPEN, QUIET, silent_after
+from server.keys import LIVE, PEERS, SIGNALS, TIME
 
 # Canvas statistics drawn through a 2D copy: spread of brightness (a blank canvas has none)
 # and the pixels of the mouth's region, to compare frames.
@@ -98,7 +99,7 @@ def test_page_hears_speech_and_the_mouth_moves_with_it(browser, show, host: Host
 
 def _reported_onsets(show: LiveServer, timeout: float = 8.0) -> list[float]:
     """The lip-sync offsets the pages reported (client_stats every 5 s), once some arrive."""
-    signals = show.app["signals"]
+    signals = show.app[SIGNALS]
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         drawn = [ms for kept in list(signals.onsets.values()) for ms in kept]
@@ -149,7 +150,7 @@ def test_interrupt_from_the_panel_silences_the_page_and_closes_the_mouth(browser
              () => { window.__clickedAt = performance.timeOrigin + performance.now(); },
              {capture: true})"""
     )
-    with _timing_interrupts(show.app["live"]["stage"]) as served:
+    with _timing_interrupts(show.app[LIVE].stage) as served:
         desk.click("#interrupt")
         cut = desk.evaluate("() => window.__clickedAt")
         page.wait_for_timeout(1200)
@@ -212,7 +213,7 @@ def test_chat_reaches_other_viewers_escaped_and_floods_are_refused(browser, show
 
 def test_page_reconnects_after_a_server_restart(browser, show):
     port = free_port()
-    models = show.app["live"]["models"]
+    models = show.app[LIVE].models
     first = LiveServer(e2e_config(), models, port=port).start()
     page = open_stage(browser, first.url)
     first.stop()
@@ -278,11 +279,11 @@ def test_page_clock_offset_is_within_its_own_uncertainty(browser, show):
 
 
 async def _fused_minus_system(srv) -> float:
-    return srv.app["time"].now_ms() - time.time() * 1000
+    return srv.app[TIME].now_ms() - time.time() * 1000
 
 
 def test_a_viewer_who_leaves_is_let_go_at_once(browser, show):
-    peers = show.app["peers"]
+    peers = show.app[PEERS]
     before = len(peers.viewers)
     page = open_stage(browser, show.url)
     assert len(peers.viewers) == before + 1

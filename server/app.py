@@ -17,12 +17,15 @@ from . import heap
 from .config import Config
 from .headers import security_headers
 from .host import api, hostdesk
+from .keys import BROADCAST, CONFIG, LIVE, MEDIA_CLOCK, METRICS, PEERS, SIGNALS, TIME, TIMELINE
+from .live import Live
+from .loading import Models, load_models
 from .media.broadcast import Broadcast
 from .media.mediaclock import MediaClock
 from .media.timeline import SpeechTimeline
 from .metrics import Metrics
 from .show.assembly import assemble
-from .show.feedback import SpeechFeedback, checker_thread
+from .show.feedback import SpeechFeedback
 from .stalls import StallWatch
 from .tasks import cancel_and_wait
 from .transport import rtp
@@ -33,51 +36,6 @@ log = logging.getLogger(__name__)
 WEB_DIR = Path(__file__).resolve().parent.parent / "web"
 
 
-class Models:
-    """The loaded model adapters (LLM, TTS, ASR)."""
-
-    def __init__(self, llm: Any, tts: Any, asr: Any | None, asr_thread: Any = None) -> None:
-        self.llm, self.tts, self.asr = llm, tts, asr
-        self.asr_thread = asr_thread  # the low-priority thread the ASR was built on
-
-
-def load_models(cfg: Config, progress: Any = None) -> Models:
-    """Blocking: load (and on first use convert) every model, then warm each up once."""
-    from models.asr import Transcriber
-    from models.llm import ChatLLM
-    from models.tts import PiperSpeaker
-
-    say = progress or (lambda msg: log.info("%s", msg))
-    mc = cfg.models
-    cache = Path(mc.cache_dir) if mc.cache_dir else None
-    t = time.perf_counter()
-    say("loading TTS (Piper)")
-    tts = PiperSpeaker(mc.tts_voice, device=mc.device)
-    tts.warm_up()
-    say(f"TTS ready in {time.perf_counter() - t:.1f} s; loading LLM")
-    t = time.perf_counter()
-    llm = ChatLLM(
-        mc.llm_gguf,
-        cache_dir=cache,
-        device=mc.device,
-        threads=mc.llm_threads,
-        dtype=mc.llm_dtype,
-        progress=say,
-    )
-    llm.warm_up()
-    say(f"LLM ready in {time.perf_counter() - t:.1f} s")
-    asr, asr_thread = None, None
-    if cfg.load_asr:
-        t = time.perf_counter()
-        say("loading ASR (faster-whisper base)")
-        # built on its own low-priority thread, so CTranslate2's workers are low-priority too
-        asr_thread = checker_thread()
-        asr = asr_thread.run_sync(Transcriber, mc.asr_model, cache, mc.device)
-        asr_thread.run_sync(asr.warm_up)
-        say(f"ASR ready in {time.perf_counter() - t:.1f} s")
-    return Models(llm, tts, asr, asr_thread)
-
-
 def build_app(
     cfg: Config, models: Models | None = None, web_dir: Path = WEB_DIR
 ) -> web.Application:
@@ -86,25 +44,31 @@ def build_app(
     # default 5 ms GIL switch interval each hop can wait that long behind a busy thread.
     sys.setswitchinterval(0.001)
     app = web.Application(client_max_size=256 * 1024)
-    app["config"] = cfg
-    app["metrics"] = metrics = Metrics()
-    app["loading"] = {"step": "starting"}
-    app["live"] = {}  # filled once models are up: the models, the stage and the ASR feedback
+    app[CONFIG] = cfg
+    app[METRICS] = metrics = Metrics()
+    app[LIVE] = live = Live()  # the loading step; the models, the ASR and the stage once up
     rtp.use_ice_addresses(cfg.webrtc.ice_addresses)
 
     from timesync.fused import FusedClock
     from timesync.poller import SourcePoller, sources_from
 
     tc = cfg.time
-    app["time"] = clock = FusedClock(max_slew_ppm=tc.max_slew_ppm)
+    app[TIME] = clock = FusedClock(max_slew_ppm=tc.max_slew_ppm)
     sources = sources_from(
         tc.ntp_servers, tc.ptp_sockets, tc.phc_devices, tc.rtc_devices, tc.ntp_version
     )
     metrics.watch_clock(clock)  # the time status as gauges, read at each scrape
     poller = SourcePoller(clock, sources, tc.min_poll_s, tc.max_poll_s, tc.ptp_poll_s)
-    signals = Signals(cfg.chat, metrics, clock, cfg.allowed_origins)
+    signals = Signals(
+        cfg.chat,
+        metrics,
+        clock,
+        cfg.allowed_origins,
+        replay=live.upcoming,  # a joining viewer hears of the speech still to come
+        utterance_onset=live.viewer_onset,  # when a viewer heard and saw a line start
+    )
     signals.sio.attach(app)
-    app["signals"] = signals
+    app[SIGNALS] = signals
 
     app.on_response_prepare.append(security_headers(cfg.allowed_origins))
     aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(str(web_dir)), autoescape=True)
@@ -117,31 +81,36 @@ def build_app(
         app.router.add_static("/static/", static, follow_symlinks=False)
     _add_vendor_routes(app, web_dir / "node_modules")
 
+    background: list[asyncio.Task] = []
+    watch = StallWatch()
+
     async def on_startup(app: web.Application) -> None:
         media = MediaClock(rate_ppm=cfg.stage.clock_skew_ppm)
         timeline = SpeechTimeline()
         broadcast = Broadcast(media, timeline)
-        app["media_clock"], app["timeline"], app["broadcast"] = media, timeline, broadcast
-        app["peers"] = ViewerPeers(broadcast, cfg.webrtc)
+        app[MEDIA_CLOCK], app[TIMELINE], app[BROADCAST] = media, timeline, broadcast
+        app[PEERS] = ViewerPeers(broadcast, cfg.webrtc)
         broadcast.start(restarted=metrics.task_restarts.labels("broadcast").inc)
         loop = asyncio.get_running_loop()
-        app["time_task"] = loop.create_task(poller.run(), name="timesync")
-        app["stall_watch"] = watch = StallWatch()
         watch.start()
-        app["lag_task"] = loop.create_task(_watch_loop_lag(metrics, watch))
-        app["heap_task"] = loop.create_task(heap.hand_back_every())
-        app["load_task"] = loop.create_task(_bring_up(app, models))
+        background[:] = [
+            loop.create_task(_bring_up(app, models), name="loading"),
+            loop.create_task(_watch_loop_lag(metrics, watch), name="loop-lag"),
+            loop.create_task(poller.run(), name="timesync"),
+            loop.create_task(heap.hand_back_every(), name="hand-back"),
+        ]
 
     async def on_cleanup(app: web.Application) -> None:
-        await cancel_and_wait(app["load_task"], app["lag_task"], app["time_task"], app["heap_task"])
-        app["stall_watch"].stop()
-        if app["live"].get("stage") is not None:
-            await app["live"]["stage"].stop()
-        if app["live"].get("feedback") is not None:
-            await app["live"]["feedback"].stop()
-        await app["peers"].close_all()
-        await app["broadcast"].stop()
-        await app["signals"].sio.shutdown()
+        await cancel_and_wait(*background)
+        watch.stop()
+        live = app[LIVE]
+        if live.stage is not None:
+            await live.stage.stop()
+        if live.feedback is not None:
+            await live.feedback.stop()
+        await app[PEERS].close_all()
+        await app[BROADCAST].stop()
+        await app[SIGNALS].sio.shutdown()
         heap.unsettle()
 
     app.on_startup.append(on_startup)
@@ -150,53 +119,51 @@ def build_app(
 
 
 async def _bring_up(app: web.Application, models: Models | None) -> None:
-    cfg: Config = app["config"]
+    cfg: Config = app[CONFIG]
     if models is None:
         loop = asyncio.get_running_loop()
 
         def progress(msg: str) -> None:
             log.info("%s", msg)
-            loop.call_soon_threadsafe(app["loading"].__setitem__, "step", msg)
+            loop.call_soon_threadsafe(setattr, app[LIVE], "step", msg)
 
         try:
             models = await loop.run_in_executor(None, load_models, cfg, progress)
         except Exception as exc:
             log.exception("model loading failed")
             # the reason is in the log: /healthz is public, and the text describes the machine
-            app["loading"]["step"] = f"failed ({type(exc).__name__}): see the server's log"
+            app[LIVE].step = f"failed ({type(exc).__name__}): see the server's log"
             return
-    app["live"]["models"] = models  # a restarted server in the same process can reuse them
+    app[LIVE].models = models  # a restarted server in the same process can reuse them
     feedback = None
     if models.asr is not None and cfg.feedback.enabled:
         fc = cfg.feedback
         feedback = SpeechFeedback(
             models.asr,
-            app["metrics"],
+            app[METRICS],
             fc.queue_size,
             models.asr_thread,
             flag_wer=fc.flag_wer,
             correct_visemes=fc.correct_visemes,
         )
-    app["live"]["feedback"] = feedback
+    app[LIVE].feedback = feedback
     stage = assemble(
         cfg,
-        app["media_clock"],
-        app["timeline"],
-        app["broadcast"],
-        app["metrics"],
-        app["signals"].emit,
+        app[MEDIA_CLOCK],
+        app[TIMELINE],
+        app[BROADCAST],
+        app[METRICS],
+        app[SIGNALS].emit,
         models.llm,
         models.tts,
         feedback,
-        app["time"],
+        app[TIME],
     )
     stage.start()
     if feedback is not None:
         feedback.start()
-    app["signals"].upcoming = stage.upcoming
-    app["signals"].on_utterance_onset = stage.viewer_onset
-    app["live"]["stage"] = stage
-    heap.settle(app["metrics"].gc_pause)  # what lives all night exists now: out of gc's walks
+    app[LIVE].stage = stage
+    heap.settle(app[METRICS].gc_pause)  # what lives all night exists now: out of gc's walks
     log.info("the show is live")
 
 
@@ -225,7 +192,7 @@ def _add_vendor_routes(app: web.Application, node_modules: Path) -> None:
 
 def _page(template: str) -> Any:
     async def handler(request: web.Request) -> web.Response:
-        cfg = request.app["config"]
+        cfg = request.app[CONFIG]
         stage = cfg.stage
         lips = {"viseme_lead_ms": stage.viseme_lead_ms, "viseme_hold_ms": stage.viseme_hold_ms}
         return aiohttp_jinja2.render_template(template, request, {"roles": cfg.roles, **lips})

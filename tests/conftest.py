@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from server.app import Models
 from server.bench.harness import LiveServer
 from server.config import load_config
+from server.loading import Models
 from tests.fakes import ToneTTS, WordsLLM
 
 TOKEN = "test-host-token-0123"

@@ -13,8 +13,11 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from server.app import Models, build_app
+from server.app import build_app
 from server.config import Config
+from server.loading import Models
+
+from ..keys import LIVE, SIGNALS
 
 
 def free_port() -> int:
@@ -45,9 +48,9 @@ class LiveServer:
         self._thread.start()
         self.call(self._start())
         deadline = time.monotonic() + ready_timeout
-        while self.app["live"].get("stage") is None:
-            if "failed" in self.app["loading"].get("step", ""):
-                raise RuntimeError(self.app["loading"]["step"])
+        while self.app[LIVE].stage is None:
+            if "failed" in self.app[LIVE].step:
+                raise RuntimeError(self.app[LIVE].step)
             if time.monotonic() > deadline:
                 raise TimeoutError("server did not become ready")
             time.sleep(0.1)
@@ -70,7 +73,7 @@ class LiveServer:
         """Every valid `client_stats` the server gets while inside: (time.monotonic() it came,
         the viewer's sid, the report), the pages' own figures as the server sees them."""
         reports: list[tuple[float, str, dict]] = []
-        listeners = self.app["signals"].report_listeners
+        listeners = self.app[SIGNALS].report_listeners
         listen = lambda sid, data: reports.append((time.monotonic(), sid, data))  # noqa: E731
         listeners.append(listen)
         try:

@@ -22,6 +22,7 @@ from typing import Any
 
 from server.config import load_config
 
+from ..keys import LIVE
 from .harness import LiveServer, say, until_final
 from .peer import first_audio_tables, measure_allnighter, measure_pipecat
 from .table import median, pct, render
@@ -94,7 +95,7 @@ async def _say_and_wait(srv: LiveServer, text: str, mode: str) -> dict:
 
 def _settle(srv: LiveServer) -> None:
     """Wait until the ASR checker is idle, then a moment more for the last audio to leave."""
-    feedback = srv.app["live"].get("feedback")
+    feedback = srv.app[LIVE].feedback
     for _ in range(400):
         busy = feedback is not None and not feedback.idle
         if not busy:
@@ -134,7 +135,8 @@ def run(n: int, config: str | None, peer_lines: int = len(VERBATIM)) -> str:
     srv = LiveServer(cfg).start(ready_timeout=900)
     try:
         ours = measure_allnighter(srv, VERBATIM[:peer_lines], _settle, _say_and_wait)
-        models = srv.app["live"]["models"]
+        models = srv.app[LIVE].models
+        assert models is not None  # the server is live
         llm, tts, role = models.llm, models.tts, cfg.roles[0]
         rows: dict[str, dict[str, list[float]]] = {}
 

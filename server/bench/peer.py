@@ -26,6 +26,7 @@ from models.catalogue import packaged_piper_voice
 from server.media.broadcast import is_voiced
 from server.show.opening import opening_words
 
+from ..keys import CONFIG, LIVE
 from .harness import LiveServer
 from .table import median, pct, render
 from .viewer import PythonViewer
@@ -71,8 +72,9 @@ class ListeningViewer:
 
 def measure_allnighter(srv: LiveServer, lines: list[str], settle, say_and_wait) -> dict:
     """Each line spoken with the opening on, then off (one line at a time, turn about)."""
-    stage, cfg = srv.app["live"]["stage"], srv.app["config"].stage
-    feedback = srv.app["live"].get("feedback")
+    stage, cfg = srv.app[LIVE].stage, srv.app[CONFIG].stage
+    assert stage is not None  # the server is live
+    feedback = srv.app[LIVE].feedback
     viewer = ListeningViewer(srv.url)
     got: dict[str, list[dict]] = {name: [] for name in VARIANTS}
     try:

@@ -10,6 +10,7 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from ..keys import BROADCAST, CONFIG, LIVE, MEDIA_CLOCK, METRICS, PEERS, TIME
 from ..show.utterances import QueueFull
 from ..transport.peers import OfferError
 
@@ -64,18 +65,18 @@ async def read_json(request: web.Request, limit: int = MAX_JSON_BYTES) -> dict:
 
 
 def require_host(request: web.Request) -> None:
-    token: str = request.app["config"].host_token
+    token: str = request.app[CONFIG].host_token
     header = request.headers.get("Authorization", "")
     given = header[7:].strip() if header.startswith("Bearer ") else ""
     # a header's bytes as they came (aiohttp keeps invalid UTF-8 as surrogate escapes)
     given_bytes = given.encode("utf-8", "surrogateescape")
     if not given or not hmac.compare_digest(given_bytes, token.encode()):
-        request.app["metrics"].rejected.labels("auth").inc()
+        request.app[METRICS].rejected.labels("auth").inc()
         raise ApiError(401, "missing or wrong host token")
 
 
 def _stage(request: web.Request) -> Any:
-    stage = request.app["live"].get("stage")
+    stage = request.app[LIVE].stage
     if stage is None:
         raise ApiError(503, "models are still loading")
     return stage
@@ -83,7 +84,7 @@ def _stage(request: web.Request) -> Any:
 
 async def say(request: web.Request) -> web.Response:
     require_host(request)
-    cfg = request.app["config"]
+    cfg = request.app[CONFIG]
     body = await read_json(request)
     text = body.get("text")
     if not isinstance(text, str):
@@ -105,7 +106,7 @@ def role_from(request: web.Request, body: dict) -> Any:
     role_name = body.get("role")
     if role_name is not None and not isinstance(role_name, str):
         raise ApiError(400, '"role" must be a string')
-    role = request.app["config"].role(role_name)
+    role = request.app[CONFIG].role(role_name)
     if role is None:
         raise ApiError(404, f"unknown role {role_name!r}")
     return role
@@ -117,7 +118,7 @@ def submit(request: web.Request, text: str, role: Any, mode: str) -> Any:
     try:
         return stage.submit(text, role, mode)
     except QueueFull as exc:
-        request.app["metrics"].rejected.labels("queue_full").inc()
+        request.app[METRICS].rejected.labels("queue_full").inc()
         raise ApiError(429, str(exc)) from None
 
 
@@ -128,7 +129,7 @@ async def interrupt(request: web.Request) -> web.Response:
     if role_name is not None:
         if not isinstance(role_name, str):
             raise ApiError(400, '"role" must be a string')
-        if request.app["config"].role(role_name) is None:
+        if request.app[CONFIG].role(role_name) is None:
             raise ApiError(404, f"unknown role {role_name!r}")
     at = await _stage(request).interrupt(role_name)
     return json_response({"ok": True, "at_sample": at})
@@ -143,22 +144,22 @@ async def roles(request: web.Request) -> web.Response:
     return json_response(
         [
             {"name": r.name, "voice": r.voice, "persona": r.persona, "length_scale": r.length_scale}
-            for r in request.app["config"].roles
+            for r in request.app[CONFIG].roles
         ]
     )
 
 
 async def offer(request: web.Request) -> web.Response:
-    peers = request.app["peers"]
+    peers = request.app[PEERS]
     body = await read_json(request, limit=4 * MAX_JSON_BYTES)
     try:
         answer, viewer = await peers.answer(body.get("sdp"), body.get("type"), request.remote or "")
     except OfferError as exc:
-        request.app["metrics"].rejected.labels("offer").inc()
+        request.app[METRICS].rejected.labels("offer").inc()
         raise ApiError(exc.status, str(exc)) from None
-    request.app["metrics"].viewers.set(len(peers))
+    request.app[METRICS].viewers.set(len(peers))
     # broadcast sample s is due at fused time epoch_ms + s / 48 (ms since the Unix epoch)
-    epoch_ms = request.app["time"].at(request.app["media_clock"].epoch) * 1000
+    epoch_ms = request.app[TIME].at(request.app[MEDIA_CLOCK].epoch) * 1000
     return json_response(
         {
             "sdp": answer.sdp,
@@ -175,17 +176,18 @@ async def offer(request: web.Request) -> web.Response:
 
 async def fused_time(request: web.Request) -> web.Response:
     """The clock every timestamp that leaves the server is on: sources, offsets, error bound."""
-    clock = request.app["time"]
+    clock = request.app[TIME]
     return json_response({"now_ms": clock.now_ms(), **clock.status()})
 
 
 async def healthz(request: web.Request) -> web.Response:
     """200 while the show is on air: models loaded, frames going out, utterances taken off
     the queue; 503 with what is wrong otherwise (a load balancer or a watchdog acts on it)."""
-    stage = request.app["live"].get("stage")
+    stage = request.app[LIVE].stage
     if stage is None:
-        return json_response({"status": "loading", **request.app["loading"]}, status=503)
-    broadcast = request.app["broadcast"]
+        step = request.app[LIVE].step
+        return json_response({"status": "loading", "step": step}, status=503)
+    broadcast = request.app[BROADCAST]
     problems = []
     if not broadcast.on_air(time.monotonic()):
         problems.append("no broadcast frame has gone out for over a second")
@@ -195,7 +197,7 @@ async def healthz(request: web.Request) -> web.Response:
         {
             "status": "off air" if problems else "ok",
             "problems": problems,
-            "viewers": len(request.app["peers"]),
+            "viewers": len(request.app[PEERS]),
             "queue": len(stage.queue),
             "current_sample": broadcast.write_head,
         },
@@ -204,9 +206,9 @@ async def healthz(request: web.Request) -> web.Response:
 
 
 async def metrics(request: web.Request) -> web.Response:
-    m = request.app["metrics"]
-    m.viewers.set(len(request.app["peers"]))
-    broadcast = request.app["broadcast"]
+    m = request.app[METRICS]
+    m.viewers.set(len(request.app[PEERS]))
+    broadcast = request.app[BROADCAST]
     m.frames_sent.set(broadcast.frames_sent)
     m.frames_late.set(broadcast.frames_late)
     body = generate_latest(m.registry)

@@ -13,6 +13,7 @@ from typing import Any
 
 from aiohttp import web
 
+from ..keys import BROADCAST, CONFIG, LIVE, PEERS, SIGNALS
 from ..show.utterances import rounded_median
 from .api import ApiError, json_response, read_json, require_host, role_from, submit
 
@@ -36,8 +37,11 @@ class HostDesk:
             self.answered.popitem(last=False)
 
 
+HOSTDESK = web.AppKey("hostdesk", HostDesk)
+
+
 def setup(app: web.Application) -> None:
-    app["hostdesk"] = HostDesk()
+    app[HOSTDESK] = HostDesk()
     app.router.add_get("/api/v1/show", show)
     app.router.add_post("/api/v1/chat/answer", answer_chat)
 
@@ -46,16 +50,16 @@ async def show(request: web.Request) -> web.Response:
     """Everything the host panel shows, in one answer (200 even while models load)."""
     require_host(request)
     app = request.app
-    stage = app["live"].get("stage")
-    signals = app["signals"]
-    desk: HostDesk = app["hostdesk"]
+    stage = app[LIVE].stage
+    signals = app[SIGNALS]
+    desk: HostDesk = app[HOSTDESK]
     if stage is not None:
         snap = stage.snapshot()
         queue_max = stage.queue.maxsize
     else:
         snap = {"queue": [], "current": None, "recent": []}
-        queue_max = app["config"].stage.queue_size
-    broadcast = app.get("broadcast")
+        queue_max = app[CONFIG].stage.queue_size
+    broadcast = app.get(BROADCAST)
     health: dict[str, Any] = {
         "status": "ok" if stage is not None else "loading",
         "current_sample": broadcast.write_head if broadcast is not None else 0,
@@ -63,7 +67,7 @@ async def show(request: web.Request) -> web.Response:
         **{k: v for k, v in signals.state.items() if isinstance(v, int | float | str | bool)},
     }
     if stage is None:
-        health["step"] = app["loading"].get("step", "")
+        health["step"] = app[LIVE].step
     chat = [
         {**m, "answered": m["id"] in desk.answered, "utterance_id": desk.answered.get(m["id"])}
         for m in signals.recent_chat
@@ -76,15 +80,15 @@ async def show(request: web.Request) -> web.Response:
             "speech_check": speech_check(app),
             "chat": chat,
             "health": health,
-            "roles": [r.name for r in app["config"].roles],
+            "roles": [r.name for r in app[CONFIG].roles],
         }
     )
 
 
 def viewers(app: web.Application) -> dict[str, Any]:
     """How many are watching, and a summary of what their browsers report."""
-    signals = app["signals"]
-    peers = app.get("peers")
+    signals = app[SIGNALS]
+    peers = app.get(PEERS)
     sockets = sum(1 for _ in signals.sio.manager.get_participants("/", None))
     stats = list(signals.client_stats.values())
 
@@ -124,7 +128,7 @@ def viewers(app: web.Application) -> dict[str, Any]:
 
 def speech_check(app: web.Application) -> dict[str, Any] | None:
     """The ASR feedback's counts, drift, correction and flagged phrases (None when it is off)."""
-    feedback = app["live"].get("feedback")
+    feedback = app[LIVE].feedback
     return feedback.summary() if feedback is not None else None
 
 
@@ -149,10 +153,10 @@ async def answer_chat(request: web.Request) -> web.Response:
     if not isinstance(chat_id, str) or not chat_id.strip():
         raise ApiError(400, '"id" must be a chat message id (a string)')
     role = role_from(request, body)
-    msg = next((m for m in app["signals"].recent_chat if m["id"] == chat_id), None)
+    msg = next((m for m in app[SIGNALS].recent_chat if m["id"] == chat_id), None)
     if msg is None:
         raise ApiError(404, f"no recent chat message {chat_id!r} (unknown or expired)")
-    desk: HostDesk = app["hostdesk"]
+    desk: HostDesk = app[HOSTDESK]
     if chat_id in desk.answered:
         raise ApiError(409, f"chat message {chat_id!r} is already answered")
     utt = submit(request, chat_prompt(msg), role, "chat")

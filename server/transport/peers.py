@@ -126,9 +126,10 @@ class ViewerPeers:
         return slot
 
     async def answer(
-        self, sdp: str, kind: str, address: str = ""
+        self, sdp: object, kind: object, address: str = ""
     ) -> tuple[RTCSessionDescription, Viewer]:
-        """Answer a viewer's offer with one send-only audio track of the broadcast."""
+        """Answer a viewer's offer (its body's "sdp" and "type", checked here) with one
+        send-only audio track of the broadcast."""
         if kind != "offer":
             raise OfferError('"type" must be "offer"')
         if not isinstance(sdp, str) or not sdp.strip():

@@ -16,6 +16,8 @@ from typing import Any, TypeGuard
 
 import socketio
 
+from timesync.fused import FusedClock
+
 from ..config import ChatConfig
 from ..metrics import Metrics
 from .ratelimit import PerAddress, RateLimit
@@ -70,7 +72,13 @@ class Signals:
     """The socket.io side of the server."""
 
     def __init__(
-        self, chat: ChatConfig, metrics: Metrics, clock: Any, allowed_origins: list[str]
+        self,
+        chat: ChatConfig,
+        metrics: Metrics,
+        clock: FusedClock,
+        allowed_origins: list[str],
+        replay: Callable[[], list[tuple[str, dict]]] = list,
+        utterance_onset: Callable[[str, dict], None] = lambda sid, onset: None,
     ) -> None:
         self.sio = socketio.AsyncServer(
             async_mode="aiohttp",
@@ -91,11 +99,11 @@ class Signals:
         # the last viewer chat messages {"id", "from", "text", "time" (ms, fused clock)}: the
         # host picks from them which ones a character answers
         self.recent_chat: deque[dict] = deque(maxlen=RECENT_CHAT)
-        # set once the stage runs: events of speech still to come, for viewers who join now
-        self.upcoming: Callable[[], list[tuple[str, dict]]] = list
-        # set once the stage runs: a viewer's (sid) record of when it heard and saw an
-        # utterance's first voiced viseme, for the utterance's cross-modal offsets
-        self.on_utterance_onset: Callable[[str, dict], None] = lambda sid, onset: None
+        # events of speech still to come, for viewers who join now
+        self.upcoming = replay
+        # a viewer's (sid) record of when it heard and saw an utterance's first voiced
+        # viseme, for the utterance's cross-modal offsets
+        self.on_utterance_onset = utterance_onset
         # called with (sid, report) for each valid client_stats (the benches listen here)
         self.report_listeners: list[Callable[[str, dict], None]] = []
         self.sio.on("connect", self._connect)

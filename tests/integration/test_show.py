@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from server.bench.viewer import PythonViewer
+from server.keys import LIVE
 from server.show.feedback import word_error_rate
 from server.show.onsets import sound_onsets
 from tests.alignment import measure
@@ -105,7 +106,7 @@ def test_an_opening_and_the_rest_of_its_sentence_meet_on_the_broadcast_without_a
     steps = u["first_audio_steps_ms"]
     assert steps and all(ms >= 0 for ms in steps.values()), steps
     # the ASR feedback heard the two as one phrase, where they meet, and understood it
-    feedback = show.app["live"]["feedback"]
+    feedback = show.app[LIVE].feedback
     wait_sync(lambda: any(c.utterance_id == u["id"] for c in feedback.results))
     checks = [c for c in feedback.results if c.utterance_id == u["id"]]
     assert [c.text for c in checks] == [line], checks
@@ -131,7 +132,7 @@ def test_chat_prompt_is_answered_and_spoken(show):
     assert u["spoken_text"] != "Say hello to the night owls watching."
     assert any(f["viseme"] != "sil" for f in frames)
     # what the viewer heard is the LLM's text: transcribe it
-    asr = show.app["live"]["feedback"]._asr
+    asr = show.app[LIVE].feedback._asr
     words = asr.transcribe(heard, 48_000)
     wer = word_error_rate(u["spoken_text"], " ".join(w.word for w in words))
     print(f"\nLLM said: {u['spoken_text']!r}; heard WER {wer:.2f}")
@@ -208,7 +209,7 @@ def test_metrics_report_latency_viewers_and_asr_feedback(show):
         status, body = await say(show, "Tell me a word.", mode="chat")
         await until_final(show, body["utterance_id"])
         # ASR runs beside the path, on each phrase once the broadcast has sent all of it
-        feedback = show.app["live"]["feedback"]
+        feedback = show.app[LIVE].feedback
         for _ in range(300):
             if feedback.counts["checked"] and feedback.drift.bias_s is not None:
                 break
@@ -229,7 +230,7 @@ def test_metrics_report_latency_viewers_and_asr_feedback(show):
     assert value("allnighter_asr_word_error_rate_count") >= 1
     assert "allnighter_viewers" in text and "allnighter_queue_depth" in text
     assert "allnighter_unknown_phonemes_total" in text
-    feedback = show.app["live"]["feedback"]
+    feedback = show.app[LIVE].feedback
     assert feedback.results and min(r.wer for r in feedback.results) <= 0.2
     assert "allnighter_asr_phrases_flagged_total" in text
     assert "allnighter_viseme_correction_seconds" in text

@@ -108,9 +108,9 @@ def test_the_server_follows_a_configured_ntp_server_and_warns_about_a_dead_one()
 
     import aiohttp
 
-    from server.app import Models
     from server.bench.harness import LiveServer, free_port
     from server.config import load_config
+    from server.loading import Models
     from tests.fakes import ToneTTS, WordsLLM
 
     with NTPResponder(offset=0.200) as ntp:

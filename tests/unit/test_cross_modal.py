@@ -12,6 +12,7 @@ import socketio
 from prometheus_client.parser import text_string_to_metric_families
 
 from server.bench.harness import page_text, request, say, until_final, utterance, wait_for
+from server.keys import SIGNALS
 from server.show.utterances import CROSS_MODAL_VIEWERS, CrossModal, ViewerOnset
 from server.transport.signals import UTTERANCE_ONSETS_PER_REPORT
 
@@ -81,7 +82,7 @@ async def viewer_reports(srv, *reports: dict) -> tuple[list[dict], bool]:
     c = socketio.AsyncClient()
     await c.connect(srv.url)
     acks = [await c.call("client_stats", r) for r in reports]
-    took = c.get_sid() in srv.app["signals"].client_stats
+    took = c.get_sid() in srv.app[SIGNALS].client_stats
     await c.disconnect()
     return acks, took
 

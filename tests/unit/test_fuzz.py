@@ -15,9 +15,9 @@ import socketio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from server.app import Models
 from server.bench.harness import LiveServer
 from server.config import load_config
+from server.loading import Models
 from server.transport import signals
 from tests.conftest import TOKEN
 from tests.fakes import ToneTTS, WordsLLM

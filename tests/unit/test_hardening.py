@@ -10,10 +10,11 @@ import time
 import pytest
 import socketio
 
-from server.app import Models
 from server.bench.abuse import silent_socket
 from server.bench.harness import LiveServer, request, say, until_final, wait_for
 from server.config import load_config
+from server.keys import LIVE, SIGNALS
+from server.loading import Models
 from server.transport.signals import same_origin_or
 from tests.conftest import TOKEN
 from tests.fakes import ToneTTS, WordsLLM
@@ -141,7 +142,7 @@ def quick_server():
 def test_announced_speech_is_forgotten_as_it_plays_with_nobody_joining(quick_server):
     """The events replayed to viewers who join stay as few as the phrases still to play: over
     500 phrases, one line in three interrupted while it plays, with no one joining."""
-    stage = quick_server.app["live"]["stage"]
+    stage = quick_server.app[LIVE].stage
     held: list[int] = []
     sentences = " ".join(f"Word{k}." for k in range(50))
 
@@ -236,7 +237,7 @@ def test_a_viewers_chat_has_no_control_or_bidi_characters(tone_server):
 
     ack = asyncio.run(run())
     assert ack["ok"], ack
-    said = next(m for m in tone_server.app["signals"].recent_chat if m["id"] == ack["id"])
+    said = next(m for m in tone_server.app[SIGNALS].recent_chat if m["id"] == ack["id"])
     assert said["text"] == "hi there[31m"
 
 
@@ -311,7 +312,7 @@ def test_a_socket_sending_too_much_is_refused_and_then_let_go(tone_server):
 def test_a_socket_that_stops_reading_is_dropped_before_its_queue_grows(tone_server):
     from server.transport.signals import MAX_QUEUED
 
-    signals = tone_server.app["signals"]
+    signals = tone_server.app[SIGNALS]
     eio = signals.sio.eio
     before, viewers = set(eio.sockets), set(signals._limits)
     host, port = tone_server.url.removeprefix("http://").split(":")

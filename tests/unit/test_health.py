@@ -8,9 +8,9 @@ import time
 import aiohttp
 
 import server.app as app_module
-from server.app import Models
 from server.bench.harness import LiveServer
 from server.config import load_config
+from server.loading import Models
 from tests.fakes import ToneTTS, WordsLLM
 
 

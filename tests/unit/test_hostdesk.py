@@ -10,6 +10,7 @@ import pytest
 import socketio
 
 from server.bench.harness import page_text, request, say, until_final, wait_for
+from server.keys import LIVE, SIGNALS
 
 
 async def viewer_chat(srv, text: str) -> tuple[socketio.AsyncClient, str]:
@@ -35,7 +36,7 @@ def test_show_snapshot_has_stage_viewers_chat_and_health(tone_server):
         status, sent = await say(tone_server, "snapshot line")
         assert status == 202
         await until_final(tone_server, sent["utterance_id"], timeout=20)
-        await wait_for(lambda: tone_server.app["signals"].client_stats, timeout=5)
+        await wait_for(lambda: tone_server.app[SIGNALS].client_stats, timeout=5)
         got = await request(tone_server, "GET", "/api/v1/show")
         await c.disconnect()
         return got, chat_id, sent["utterance_id"]
@@ -115,7 +116,7 @@ def test_answer_when_the_queue_is_full_is_429_and_stays_answerable(tone_server):
         long_line = " ".join(["word"] * 30)  # 9 s of tones
         # Synthesis waits, so the worker takes no more lines off the queue once it has one (how
         # many it has taken by then depends on timing): say lines until the stage refuses one.
-        tts = tone_server.app["live"]["models"].tts
+        tts = tone_server.app[LIVE].models.tts
         tts.running.clear()
         accepted, status = [], 202
         try:
@@ -151,7 +152,7 @@ def test_answer_when_the_queue_is_full_is_429_and_stays_answerable(tone_server):
 def test_recent_chat_is_bounded(tone_server):
     from server.transport.signals import RECENT_CHAT
 
-    signals = tone_server.app["signals"]
+    signals = tone_server.app[SIGNALS]
     assert signals.recent_chat.maxlen == RECENT_CHAT == 50
 
 
@@ -169,7 +170,7 @@ def test_pages_lipsync_onsets_reach_the_histograms_and_the_desk(tone_server):
         show = (await request(tone_server, "GET", "/api/v1/show"))[1]
         metrics = await page_text(tone_server, "/metrics")
         await c.disconnect()
-        await wait_for(lambda: sid not in tone_server.app["signals"].onsets, timeout=5)
+        await wait_for(lambda: sid not in tone_server.app[SIGNALS].onsets, timeout=5)
         after = await page_text(tone_server, "/metrics")
         return sid, ok, bad, show, metrics, after
 
@@ -206,7 +207,7 @@ def test_pages_output_latency_reaches_the_desk_and_nonsense_is_dropped(tone_serv
             assert await c.call("client_stats", report) == {"ok": True}
             clients.append(c)
         show = (await request(tone_server, "GET", "/api/v1/show"))[1]
-        kept = dict(tone_server.app["signals"].client_stats)
+        kept = dict(tone_server.app[SIGNALS].client_stats)
         for c in clients:
             await c.disconnect()
         return show, kept

@@ -8,9 +8,10 @@ import time
 
 import pytest
 
-from server.app import Models
 from server.bench.harness import LiveServer, request, say, until_final
 from server.config import load_config
+from server.keys import BROADCAST, LIVE
+from server.loading import Models
 from tests.conftest import TOKEN
 from tests.fakes import ToneTTS, WordsLLM
 
@@ -40,7 +41,7 @@ async def restarts(srv, task: str) -> float:
 
 
 def test_a_failing_broadcast_loop_is_started_again_and_healthz_tells_the_truth(show):
-    broadcast = show.app["broadcast"]
+    broadcast = show.app[BROADCAST]
     encode = broadcast._encoder.encode
     failing = {"until": 0.0}
 
@@ -80,7 +81,7 @@ def test_a_failing_broadcast_loop_is_started_again_and_healthz_tells_the_truth(s
 
 
 def test_a_synthesis_that_hangs_fails_its_utterance_and_the_next_is_spoken(show):
-    tts = show.app["live"]["models"].tts
+    tts = show.app[LIVE].models.tts
 
     async def run():
         tts.running.clear()  # Piper hangs in the middle of the next line
@@ -104,7 +105,7 @@ def test_a_synthesis_that_hangs_fails_its_utterance_and_the_next_is_spoken(show)
 
 
 def test_an_interrupt_frees_the_stage_from_a_hung_synthesis(show):
-    tts = show.app["live"]["models"].tts
+    tts = show.app[LIVE].models.tts
 
     async def run():
         tts.running.clear()

@@ -8,9 +8,10 @@ import asyncio
 import pytest
 from aiortc import RTCPeerConnection
 
-from server.app import Models
 from server.bench.harness import LiveServer, request
 from server.config import WebRTCConfig, load_config
+from server.keys import PEERS
+from server.loading import Models
 from server.transport import rtp
 from server.transport.peers import OfferError, ViewerPeers
 from tests.conftest import TOKEN
@@ -49,7 +50,7 @@ async def offer_sdp(*kinds: tuple[str, str], channel: bool = False) -> str:
 def test_a_burst_of_offers_takes_no_more_than_the_cap_and_unconnected_peers_are_reaped(
     small_show,
 ):
-    peers = small_show.app["peers"]
+    peers = small_show.app[PEERS]
 
     async def run():
         offers = [await offer_sdp() for _ in range(3 * CAP)]
