@@ -15,6 +15,7 @@ from aiohttp import web
 
 from . import heap
 from .config import Config
+from .facts import page_facts
 from .headers import security_headers
 from .host import api, hostdesk
 from .keys import BROADCAST, CONFIG, LIVE, MEDIA_CLOCK, METRICS, PEERS, SIGNALS, TIME, TIMELINE
@@ -195,6 +196,8 @@ def _page(template: str) -> Any:
         cfg = request.app[CONFIG]
         stage = cfg.stage
         lips = {"viseme_lead_ms": stage.viseme_lead_ms, "viseme_hold_ms": stage.viseme_hold_ms}
-        return aiohttp_jinja2.render_template(template, request, {"roles": cfg.roles, **lips})
+        # `facts`: rendered with `tojson` into the page's JSON script element (see facts.py)
+        context = {"roles": cfg.roles, "facts": page_facts(cfg), **lips}
+        return aiohttp_jinja2.render_template(template, request, context)
 
     return handler
