@@ -1,0 +1,146 @@
+// A GET /api/v1/show answer turned into what the host desk displays: every text, count, state
+// and class, ready for the page (host.js) to put in place. No DOM. `facts`: the page's
+// (../shared/facts.js): the sample rate that times the show, the lip-sync windows.
+
+import { median } from "../shared/median.js";
+import { clock, crossModal, ms, outputLatency, share, signedMs, timeOfDay } from "./format.js";
+import { fpsClass, lipClass } from "./grade.js";
+
+/** Everything the desk shows of `show`; throws where the answer is not the show's shape. */
+export function describeShow(show, facts) {
+  const h = show.health || {};
+  const v = show.viewers || {};
+  const ttfa = show.recent.map((u) => u.text_to_first_audio_ms).filter((x) => x !== null);
+  return {
+    link: linkState(h),
+    onAir: clock((h.current_sample || 0) / (h.sample_rate || facts.sample_rate)),
+    viewerCount: String(Math.max(v.webrtc ?? 0, v.sockets ?? 0)),
+    queueCount: `${show.queue.length} / ${show.queue_max}`,
+    queueFull: show.queue.length >= show.queue_max,
+    ttfaMedian: ttfa.length ? ms(median(ttfa)) : "—",
+    now: nowSpeaking(show),
+    queue: show.queue.map((u) => utterance(u, show)),
+    recent: [...show.recent].reverse().map((u) => utterance(u, show)),
+    viewers: viewers(v, facts.sync_windows),
+    speechCheck: speechCheck(show.speech_check, facts.sync_windows),
+    chat: [...show.chat].reverse().map(chatMessage),
+  };
+}
+
+/** The show's state pill: {state, text, why} (`why`: the whole message, on hover). */
+export function linkState(h) {
+  if (h.status === "ok") {
+    const level = h.fallback_level || 0;
+    if (level > 0) return { state: "degraded", text: `live · fallback ${level}`, why: "" };
+    return { state: "live", text: h.night ? "live · night" : "live", why: "" };
+  }
+  return { state: "loading", text: h.step ? `loading · ${h.step}` : "loading", why: "" };
+}
+
+// What the listeners hear right now: the speaking utterance whose audio has started at the
+// broadcast's live edge (the stage schedules lines ahead, so several can be "speaking").
+export function onAir(show) {
+  const now = show.health.current_sample || 0;
+  const started = show.recent.filter(
+    (u) => u.state === "speaking" && u.start_sample !== null && u.start_sample <= now,
+  );
+  if (started.length) return started.reduce((a, b) => (b.start_sample > a.start_sample ? b : a));
+  return show.current || show.recent.find((u) => u.state === "speaking") || null;
+}
+
+// The chip's words: a "speaking" utterance is on air, or up next (being made or scheduled,
+// not heard yet).
+export function phase(u, show) {
+  if (u.state !== "speaking") return u.state;
+  const heard = u.start_sample !== null && u.start_sample <= (show.health.current_sample || 0);
+  return heard ? "on air" : "up next";
+}
+
+function who(u) {
+  return `${u.role} · ${u.mode === "chat" ? "prompt" : "verbatim"}`;
+}
+
+/** The "Now speaking" card: null in silence. */
+export function nowSpeaking(show) {
+  const cur = onAir(show);
+  if (!cur) return null;
+  const spoken = cur.mode === "chat" ? cur.spoken_text : "";
+  return {
+    id: cur.id,
+    who: who(cur),
+    ttfa:
+      cur.text_to_first_audio_ms === null
+        ? "waiting for audio…"
+        : `first audio ${ms(cur.text_to_first_audio_ms)}`,
+    text: cur.text,
+    reply: spoken ? `↳ ${spoken}` : "",
+    replyHidden: !spoken,
+  };
+}
+
+/** One utterance of the queue or the last ones. */
+export function utterance(u, show) {
+  const words = phase(u, show);
+  const x = u.cross_modal || {};
+  const spoken = u.mode === "chat" ? u.spoken_text : "";
+  const err = u.error ? `error: ${u.error}` : "";
+  return {
+    id: u.id,
+    state: u.state,
+    mode: u.mode,
+    phase: words,
+    phaseKey: words.replace(" ", "-"),
+    who: who(u),
+    ttfa: u.text_to_first_audio_ms === null ? "" : ms(u.text_to_first_audio_ms),
+    crossModal: crossModal(x),
+    crossModalHidden: x.audio_minus_text_ms == null,
+    text: u.text,
+    reply: spoken ? `↳ ${spoken}` : err,
+    replyHidden: !spoken && !err,
+  };
+}
+
+/** The viewers' card: who reports, and [label, value, class] figures. */
+export function viewers(v, windows) {
+  const lip = (x) => lipClass(x, windows);
+  const figs = [
+    ["Listening (audio)", String(v.webrtc ?? 0), "big"],
+    ["Connected", String(v.sockets ?? 0), "big"],
+    ["Median fps", v.fps_median === null ? "—" : v.fps_median.toFixed(0), fpsClass(v.fps_median)],
+    ["Lowest fps", v.fps_min === null ? "—" : v.fps_min.toFixed(0), fpsClass(v.fps_min)],
+    ["Dropped", v.dropped_frames === null ? "—" : String(v.dropped_frames)],
+    ["Lip-sync", signedMs(v.lipsync_offset_ms_median), lip(v.lipsync_offset_ms_median)],
+    ["Worst sync", signedMs(v.lipsync_offset_ms_worst), lip(v.lipsync_offset_ms_worst)],
+    ["Clock offset", signedMs(v.clock_offset_ms_median)],
+    ["Mouth − sound", signedMs(v.lipsync_drawn_ms_p50), lip(v.lipsync_drawn_ms_p50)],
+    ["|p95|", v.lipsync_drawn_ms_p95_abs == null ? "—" : `${v.lipsync_drawn_ms_p95_abs.toFixed(0)} ms`, lip(v.lipsync_drawn_ms_p95_abs)],
+    ["In ATSC window", share(v.lipsync_drawn_in_atsc)],
+    ["In EBU R37", share(v.lipsync_drawn_in_r37)],
+    ["Frame jitter", v.frame_jitter_ms_worst == null ? "—" : `${v.frame_jitter_ms_worst.toFixed(0)} ms`],
+    ["Audio out latency", outputLatency(v)],
+  ];
+  return { reporting: v.reporting ? `${v.reporting} reporting` : "", figs };
+}
+
+/** The speech check (ASR feedback) card; `c` null when it is off. */
+export function speechCheck(c, windows) {
+  const figs = c
+    ? [
+        ["Flagged", String(c.flagged), c.flagged ? "warn" : "good"],
+        ["Timing drift", signedMs(c.drift_ms), lipClass(c.drift_ms, windows)],
+        ["Viseme correction", signedMs(c.correction_ms)],
+      ]
+    : [];
+  const flagged = (c ? c.flagged_recent : []).map((f) => ({
+    id: f.id,
+    utteranceId: f.utterance_id,
+    text: f.text,
+    heard: `heard: ${f.heard || "(nothing)"} · WER ${f.wer.toFixed(2)}`,
+  }));
+  return { state: c ? `${c.checked} checked · ${c.skipped} skipped` : "off", figs, flagged };
+}
+
+/** A viewer's chat message. */
+export function chatMessage(m) {
+  return { id: m.id, answered: Boolean(m.answered), from: m.from, time: timeOfDay(m.time), text: m.text };
+}
