@@ -2,12 +2,16 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import {
-  HeardClock, OnsetCalibration, OutputTimestamps, Timeline, analyserSize, renderedAt, settledRead,
-} from "../static/stage/hearing.js";
+import { HeardClock, Timeline } from "../static/stage/heardclock.js";
+import { OutputTimestamps, analyserSize, renderedAt, settledRead } from "../static/stage/hearing.js";
 import { reportedLatency } from "../static/stage/latency.js";
+import { OnsetCalibration } from "../static/stage/onsetcalibration.js";
+import { FACTS, MS, RATE } from "./facts.mjs";
 
-const MS = 48;
+const sampleRate = RATE;
+// the page's onset calibration, with the server's thresholds as the page has them
+const calibration = () =>
+  new OnsetCalibration({ sampleRate, loud: FACTS.onsets.loud, quiet: FACTS.onsets.quiet });
 
 /** A receiver whose playout delay (ms) the test sets; one reading per 20 ms poll. */
 function fakeReceiver() {
@@ -20,14 +24,14 @@ function fakeReceiver() {
 
 test("the clock reads the sample being played out", () => {
   const rx = fakeReceiver();
-  const clock = new HeardClock(rx, 0);
+  const clock = new HeardClock(rx, { sampleRate });
   for (rx.now = 1000; rx.now <= 1500; rx.now += 20) clock.poll();
   assert.equal(clock.sampleAt(1500), (1500 - 60) * MS);
 });
 
 test("the clock follows a jitter buffer that grows, within a quarter second", () => {
   const rx = fakeReceiver();
-  const clock = new HeardClock(rx, 0);
+  const clock = new HeardClock(rx, { sampleRate });
   for (rx.now = 1000; rx.now < 2000; rx.now += 20) clock.poll();
   rx.delay = 160; // speech started: the buffer stretched by 100 ms
   for (; rx.now <= 2300; rx.now += 20) clock.poll();
@@ -38,7 +42,7 @@ test("the clock follows a jitter buffer that grows, within a quarter second", ()
 test("a step of the jitter buffer is followed after three readings, not half a window", () => {
   for (const grow of [130, -80]) {
     const rx = fakeReceiver();
-    const clock = new HeardClock(rx, 0);
+    const clock = new HeardClock(rx, { sampleRate });
     for (rx.now = 1000; rx.now < 2000; rx.now += 20) clock.poll();
     rx.delay += grow;
     for (let i = 0; i < 3; i++, rx.now += 20) clock.poll();
@@ -50,7 +54,7 @@ test("a step of the jitter buffer is followed after three readings, not half a w
 
 test("readings scattered by a frame are no step", () => {
   const rx = fakeReceiver();
-  const clock = new HeardClock(rx, 0);
+  const clock = new HeardClock(rx, { sampleRate });
   for (rx.now = 1000; rx.now < 2000; rx.now += 20) {
     rx.delay = 60 + ((rx.now / 20) % 3) * 5; // 60, 65, 70 ms: playout quantised to frames
     clock.poll();
@@ -60,7 +64,7 @@ test("readings scattered by a frame are no step", () => {
 
 test("the calibration shifts the clock", () => {
   const rx = fakeReceiver();
-  const clock = new HeardClock(rx, 0);
+  const clock = new HeardClock(rx, { sampleRate });
   for (rx.now = 1000; rx.now <= 1200; rx.now += 20) clock.poll();
   clock.calibrationMs = 15;
   assert.equal(clock.sampleAt(1200), (1200 - 60 - 15) * MS);
@@ -68,7 +72,7 @@ test("the calibration shifts the clock", () => {
 
 test("what enters the page is heard a look-ahead later", () => {
   const rx = fakeReceiver();
-  const clock = new HeardClock(rx, 0, 100);
+  const clock = new HeardClock(rx, { sampleRate, lookaheadMs: 100 });
   for (rx.now = 1000; rx.now <= 1200; rx.now += 20) clock.poll();
   assert.equal(clock.rawSampleAt(1200), (1200 - 60) * MS);
   assert.equal(clock.sampleAt(1300), (1200 - 60) * MS);
@@ -76,7 +80,7 @@ test("what enters the page is heard a look-ahead later", () => {
 
 test("what is rendered is heard the output latency later", () => {
   const rx = fakeReceiver();
-  const clock = new HeardClock(rx, 0, 100);
+  const clock = new HeardClock(rx, { sampleRate, lookaheadMs: 100 });
   for (rx.now = 1000; rx.now <= 1200; rx.now += 20) clock.poll();
   clock.outputLatencyMs = 42;
   assert.equal(clock.heardDelayMs, 142);
@@ -89,7 +93,7 @@ test("what is rendered is heard the output latency later", () => {
 
 test("a sample is heard as it was mapped when it entered, though the buffer stepped since", () => {
   const rx = fakeReceiver();
-  const clock = new HeardClock(rx, 0, 100);
+  const clock = new HeardClock(rx, { sampleRate, lookaheadMs: 100 });
   clock.outputLatencyMs = 746;
   for (rx.now = 1000; rx.now <= 2000; rx.now += 20) clock.poll();
   const before = (2000 - 60) * MS; // what entered at 2000
@@ -104,7 +108,7 @@ test("a sample is heard as it was mapped when it entered, though the buffer step
 
 test("an anchor moves what entered from its onset's quiet on, not what is still to be heard", () => {
   const rx = fakeReceiver();
-  const clock = new HeardClock(rx, 0, 100);
+  const clock = new HeardClock(rx, { sampleRate, lookaheadMs: 100 });
   clock.outputLatencyMs = 746;
   for (rx.now = 1000; rx.now <= 3000; rx.now += 20) clock.poll();
   clock.calibrationMs = 5;
@@ -137,7 +141,7 @@ test("a timeline keeps what was in force at each moment, a later finding replaci
  * by default. Returns the calibration.
  */
 function listenAt(frameMs, size, onsetMs = 1003.7, rampMs = 0, clock = rawClock()) {
-  const cal = new OnsetCalibration();
+  const cal = calibration();
   const buf = new Float32Array(size);
   for (let now = 500; now < 1600; now += frameMs) {
     for (let i = 0; i < size; i++) {
@@ -150,7 +154,7 @@ function listenAt(frameMs, size, onsetMs = 1003.7, rampMs = 0, clock = rawClock(
 }
 
 /**
- * A clock reading raw sample t·48 at time t, rendered `lookaheadMs` later and heard
+ * A clock reading raw sample t·MS at time t, rendered `lookaheadMs` later and heard
  * `outputLatencyMs` after that.
  */
 function rawClock(lookaheadMs = 100, outputLatencyMs = 0) {
@@ -191,7 +195,7 @@ test("frames further apart than the buffer forget the quiet rather than time an 
 
 test("a soft rise before the first loud sample does not hide the onset", () => {
   let loudAt = 1003.7; // when the 20 ms rise first passes the onset amplitude
-  while (Math.abs(sound(loudAt, 1003.7, 20)) <= 0.02) loudAt += 1 / MS;
+  while (Math.abs(sound(loudAt, 1003.7, 20)) <= FACTS.onsets.loud) loudAt += 1 / MS;
   const { errors } = listenAt(1000 / 30, 4096, 1003.7, 20);
   assert.equal(errors.length, 1, String(errors));
   assert.ok(Math.abs(errors[0] - (loudAt - 1000)) < 0.1, `${errors[0]} vs ${loudAt - 1000}`);
@@ -204,7 +208,7 @@ test("an onset found ahead anchors the clock; heard, it is checked against the c
   assert.ok(Math.abs(cal.offsetMs() - 3.7) < 0.1, `offset ${cal.offsetMs()}`);
   // a page that takes the anchor as it comes hears the onset on time
   const clock = rawClock();
-  const anchored = new OnsetCalibration();
+  const anchored = calibration();
   const buf = new Float32Array(4096);
   for (let now = 500; now < 1600; now += 20) {
     for (let i = 0; i < buf.length; i++) buf[i] = sound(now - (buf.length - i) / MS, 1003.7, 0);
@@ -217,7 +221,7 @@ test("an onset found ahead anchors the clock; heard, it is checked against the c
 test("an onset is judged when it leaves the speakers, by the clock in force then", () => {
   for (const latencyMs of [0, 42, 746]) {
     const clock = rawClock(100, latencyMs);
-    const cal = new OnsetCalibration();
+    const cal = calibration();
     const buf = new Float32Array(4096);
     for (let now = 500; now < 1000 + 100 + latencyMs + 100; now += 20) {
       for (let i = 0; i < buf.length; i++) buf[i] = sound(now - (buf.length - i) / MS, 1003.7, 0);
@@ -228,7 +232,7 @@ test("an onset is judged when it leaves the speakers, by the clock in force then
     // a clock that forgot the device (heard as rendered) is off by all of it
     const deaf = rawClock(100, latencyMs);
     deaf.sampleAt = (t) => deaf.rawSampleAt(t - 100) - deaf.calibrationMs * MS;
-    const judged = new OnsetCalibration();
+    const judged = calibration();
     for (let now = 500; now < 1000 + 100 + latencyMs + 100; now += 20) {
       for (let i = 0; i < buf.length; i++) buf[i] = sound(now - (buf.length - i) / MS, 1003.7, 0);
       judged.step(buf, now, deaf, announced(1000 * MS), MS);
@@ -239,7 +243,7 @@ test("an onset is judged when it leaves the speakers, by the clock in force then
 });
 
 test("an onset far from the anchor is not taken alone; a second like it is", () => {
-  const cal = new OnsetCalibration();
+  const cal = calibration();
   const clock = rawClock();
   const buf = new Float32Array(4096);
   const onsets = [];
@@ -263,7 +267,7 @@ test("an onset far from the anchor is not taken alone; a second like it is", () 
 });
 
 test("an onset heard before its announcement is matched when the announcement comes", () => {
-  const cal = new OnsetCalibration();
+  const cal = calibration();
   const clock = rawClock();
   const buf = new Float32Array(4096);
   const onsets = [];
@@ -275,7 +279,7 @@ test("an onset heard before its announcement is matched when the announcement co
   }
   assert.ok(Math.abs(cal.anchorMs() - 3.7) < 0.1, String(cal.anchorMs()));
   // too late to matter (it would be heard before the mouth could follow): given up
-  const late = new OnsetCalibration();
+  const late = calibration();
   onsets.length = 0;
   for (let now = 500; now < 1200; now += 20) {
     if (now >= 1080) onsets[0] = 1000 * MS;
@@ -306,7 +310,7 @@ test("a buffer is timed when the context rendered its newest sample, not when it
 test("a context that renders a quarter second at once: its buffers are still timed", () => {
   // latencyHint 0.25 in Chromium: 186 ms bursts, 560 ms output latency; the output timestamp
   // is updated once a burst, so the newest sample was rendered up to a burst before the read
-  const ctx = { currentTime: 20.0, baseLatency: 0.186, outputLatency: 0.56, sampleRate: 48000,
+  const ctx = { currentTime: 20.0, baseLatency: 0.186, outputLatency: 0.56, sampleRate: RATE,
     getOutputTimestamp: () => ({ contextTime: 19.263, performanceTime: 9000 }) };
   // 20.0 s is played at 9737 ms, rendered 746 ms before: at 8991 ms, read 150 ms later
   assert.ok(Math.abs(timed(ctx, 9141) - 8991) < 1e-6, String(timed(ctx, 9141)));
@@ -315,8 +319,10 @@ test("a context that renders a quarter second at once: its buffers are still tim
   assert.equal(timed(ctx, 9600), 9600); // older than two bursts and more: not believed
   // its analyser spans a burst and a frame: no sample falls between two reads
   assert.equal(analyserSize(ctx), 16384);
-  assert.equal(analyserSize({ baseLatency: 0.01, sampleRate: 48000 }), 4096);
-  assert.equal(analyserSize({ sampleRate: 48000 }), 4096);
+  assert.equal(analyserSize({ baseLatency: 0.01, sampleRate: RATE }), 4096);
+  assert.equal(analyserSize({ sampleRate: RATE }), 4096);
+  // a context that does not say its rate is taken at the broadcast's
+  assert.equal(analyserSize({ baseLatency: 0.186 }, RATE), 16384);
 });
 
 test("an onset at a burst's edge is found once and on time, through jittery timestamps", () => {
@@ -328,17 +334,17 @@ test("an onset at a burst's edge is found once and on time, through jittery time
   const jitter = [0, 8, -7, 3, -8, 6, -2, 7, -5, 1];
   for (const onsetBurst of [20, 21, 22, 23]) {
     const onsetCtx = (onsetBurst * burst) / MS; // ms of context time: a burst's first sample
-    const ctx = { currentTime: 0, baseLatency: 0.0522, outputLatency: 0.16, sampleRate: 48000 };
+    const ctx = { currentTime: 0, baseLatency: 0.0522, outputLatency: 0.16, sampleRate: RATE };
     let k = 0;
     const timestamps = new OutputTimestamps();
-    const cal = new OnsetCalibration();
+    const cal = calibration();
     const buf = new Float32Array(8192);
     const clock = rawClock(100);
     const track = announced(Math.round((origin + onsetCtx - latencyMs) * MS)); // render time
     for (let now = 1000; now < 2500; now += 1000 / 60) {
       // what the device will have played by `now + latencyMs`, rendered in whole bursts
       const rendered = Math.floor((now + latencyMs - origin) / (burst / MS)) * burst;
-      ctx.currentTime = rendered / 48000;
+      ctx.currentTime = rendered / RATE;
       const stamp = { contextTime: ctx.currentTime - 0.2, performanceTime: 0 };
       stamp.performanceTime = origin + stamp.contextTime * 1000 + jitter[k++ % jitter.length];
       ctx.getOutputTimestamp = () => stamp;
@@ -375,12 +381,12 @@ test("an analyser's samples are timed only where the audio thread held still acr
   const copy = () => {
     if (rendering > 0) {
       rendering -= 3;
-      written += (3 * 128) / 48000;
+      written += (3 * 128) / RATE;
     }
   };
   // two copies in the middle of the burst are not believed; the third ends where it says
   assert.equal(settledRead(ctx, copy), written);
-  assert.ok(Math.abs(written - (20 + 768 / 48000)) < 1e-12);
+  assert.ok(Math.abs(written - (20 + 768 / RATE)) < 1e-12);
   // a burst still rendering after three copies: nothing is timed this frame
   rendering = 100;
   let copies = 0;

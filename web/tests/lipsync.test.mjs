@@ -2,15 +2,20 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import {
-  CaptionTrack, DrawnOnsets, MouthBlend, Playhead, RecentSet, VisemeTrack, blendFactor, lateGuardMs,
-} from "../static/stage/lipsync.js";
+import { CaptionTrack } from "../static/stage/captions.js";
+import { DrawnOnsets } from "../static/stage/drawnonsets.js";
+import { lateGuardMs } from "../static/stage/lateguard.js";
+import { MouthBlend, blendFactor } from "../static/stage/mouthblend.js";
+import { Playhead } from "../static/stage/playhead.js";
+import { RecentSet } from "../static/stage/recentset.js";
+import { VisemeTrack } from "../static/stage/visemetrack.js";
+import { MS, RATE } from "./facts.mjs";
 
-const MS = 48;
-const event = (frames, role = "nova") => ({ utterance_id: "u", role, sample_rate: 48000, frames });
+const sampleRate = RATE;
+const event = (frames, role = "nova") => ({ utterance_id: "u", role, sample_rate: RATE, frames });
 
 test("the frame holding a sample names the viseme; silence around speech rests", () => {
-  const t = new VisemeTrack();
+  const t = new VisemeTrack({ sampleRate });
   t.add(event([
     { sample: 0, viseme: "sil", duration: 100 * MS },
     { sample: 100 * MS, viseme: "aa", duration: 100 * MS },
@@ -24,7 +29,7 @@ test("the frame holding a sample names the viseme; silence around speech rests",
 });
 
 test("neighbours crossfade around their boundary and sum to one", () => {
-  const t = new VisemeTrack({ blendMs: 40 });
+  const t = new VisemeTrack({ sampleRate, blendMs: 40 });
   t.add(event([
     { sample: 0, viseme: "aa", duration: 100 * MS },
     { sample: 100 * MS, viseme: "O", duration: 100 * MS },
@@ -38,7 +43,7 @@ test("neighbours crossfade around their boundary and sum to one", () => {
 });
 
 test("frames arriving out of order are looked up in sample order", () => {
-  const t = new VisemeTrack();
+  const t = new VisemeTrack({ sampleRate });
   t.add(event([{ sample: 500, viseme: "E", duration: 500 }]));
   t.add(event([{ sample: 0, viseme: "PP", duration: 500 }]));
   assert.deepEqual(t.frames.map((f) => f.start), [0, 500]);
@@ -46,7 +51,7 @@ test("frames arriving out of order are looked up in sample order", () => {
 });
 
 test("an interrupt drops what follows its sample, only for its role", () => {
-  const t = new VisemeTrack();
+  const t = new VisemeTrack({ sampleRate });
   t.add(event([{ sample: 0, viseme: "aa", duration: 1000 }, { sample: 1000, viseme: "E", duration: 1000 }]));
   t.add(event([{ sample: 0, viseme: "O", duration: 3000 }], "max"));
   t.cut(600, "nova");
@@ -58,7 +63,7 @@ test("an interrupt drops what follows its sample, only for its role", () => {
 });
 
 test("the server's sound onsets are found near a sample, cut and pruned with the frames", () => {
-  const t = new VisemeTrack();
+  const t = new VisemeTrack({ sampleRate });
   t.add({ ...event([{ sample: 0, viseme: "aa", duration: 9000 }]), onsets: [4000, 1000, "x"] });
   t.add({ ...event([{ sample: 0, viseme: "O", duration: 9000 }], "max"), onsets: [8000] });
   assert.deepEqual(t.onsets.map((o) => o.sample), [1000, 4000, 8000]);
@@ -67,19 +72,19 @@ test("the server's sound onsets are found near a sample, cut and pruned with the
   t.cut(2000, "nova");
   assert.equal(t.onsetNear(3500, 1000), null, "cut with its role's frames");
   assert.equal(t.onsetNear(7500, 1000), 8000, "another role's stay");
-  t.prune(1000 + 2 * 48000 + 1);
+  t.prune(1000 + 2 * RATE + 1);
   assert.deepEqual(t.onsets.map((o) => o.sample), [8000]);
 });
 
 test("old frames are pruned as the listener moves on", () => {
-  const t = new VisemeTrack();
-  t.add(event([{ sample: 0, viseme: "aa", duration: 100 }, { sample: 10 * 48000, viseme: "E", duration: 100 }]));
-  t.prune(5 * 48000);
+  const t = new VisemeTrack({ sampleRate });
+  t.add(event([{ sample: 0, viseme: "aa", duration: 100 }, { sample: 10 * RATE, viseme: "E", duration: 100 }]));
+  t.prune(5 * RATE);
   assert.equal(t.frames.length, 1);
 });
 
 test("captions show the phrase being heard and are cut by an interrupt", () => {
-  const c = new CaptionTrack();
+  const c = new CaptionTrack({ sampleRate });
   c.add({ start_sample: 0, end_sample: 1000, text: "Hello there.", role: "nova" });
   c.add({ start_sample: 1000, end_sample: 2000, text: "Second.", role: "nova" });
   assert.equal(c.at(500, 0).text, "Hello there.");
@@ -89,7 +94,7 @@ test("captions show the phrase being heard and are cut by an interrupt", () => {
 });
 
 test("the playhead never replays what it has shown, except for a new stream", () => {
-  const p = new Playhead();
+  const p = new Playhead({ sampleRate });
   assert.equal(p.at(null), null);
   assert.equal(p.at(1000 * MS), 1000 * MS);
   assert.equal(p.at(900 * MS), 1000 * MS, "a reading that steps back holds the mouth still");
@@ -100,9 +105,9 @@ test("the playhead never replays what it has shown, except for a new stream", ()
 });
 
 test("an interrupt cut stays cut when the clock reading steps back", () => {
-  const t = new VisemeTrack();
+  const t = new VisemeTrack({ sampleRate });
   t.add(event([{ sample: 0, viseme: "aa", duration: 1000 * MS }]));
-  const p = new Playhead();
+  const p = new Playhead({ sampleRate });
   assert.equal(t.weightsAt(p.at(500 * MS)).aa, 1);
   t.cut(500 * MS);
   assert.equal(t.weightsAt(450 * MS).aa, 1, "a clock read after the cut would reopen the mouth");
@@ -110,13 +115,13 @@ test("an interrupt cut stays cut when the clock reading steps back", () => {
 });
 
 test("each viseme onset drawn is measured once: how late its first frame shows it", () => {
-  const t = new VisemeTrack();
+  const t = new VisemeTrack({ sampleRate });
   t.add(event([
     { sample: 0, viseme: "sil", duration: 100 * MS },
     { sample: 100 * MS, viseme: "aa", duration: 80 * MS },
     { sample: 180 * MS, viseme: "PP", duration: 60 * MS },
   ]));
-  const m = new DrawnOnsets();
+  const m = new DrawnOnsets({ sampleRate });
   const drawAt = (ms, correction) => m.frame(t.frameAt(ms * MS), ms * MS, correction);
   for (const ms of [84, 101, 117, 134, 151, 167, 184, 201, 217]) drawAt(ms, 0);
   assert.deepEqual(m.take(), [1, 4], "aa first drawn 1 ms late, PP 4 ms late; silence not counted");
@@ -129,7 +134,7 @@ test("each viseme onset drawn is measured once: how late its first frame shows i
 });
 
 test("each utterance's first voiced frame drawn is timed once, on the server's clock", () => {
-  const t = new VisemeTrack();
+  const t = new VisemeTrack({ sampleRate });
   t.add({ ...event([
     { sample: 0, viseme: "sil", duration: 100 * MS },
     { sample: 100 * MS, viseme: "aa", duration: 80 * MS },
@@ -141,7 +146,7 @@ test("each utterance's first voiced frame drawn is timed once, on the server's c
   ]), utterance_id: "second" });
   t.add({ ...event([{ sample: 400 * MS, viseme: "E", duration: 50 * MS }]), utterance_id: "third" });
   assert.equal(t.frameAt(150 * MS).utterance_id, "first", "frames carry their utterance");
-  const m = new DrawnOnsets();
+  const m = new DrawnOnsets({ sampleRate });
   const server = 1.7e12; // server clock (ms) when sample 0 is seen
   const drawAt = (ms, correction, known = true) =>
     m.frame(t.frameAt(ms * MS), ms * MS, correction, known ? server + ms : null);
@@ -160,7 +165,7 @@ test("each utterance's first voiced frame drawn is timed once, on the server's c
 });
 
 test("at most so many utterances are reported at once; each is remembered", () => {
-  const m = new DrawnOnsets({ maxUtterances: 2 });
+  const m = new DrawnOnsets({ sampleRate, maxUtterances: 2 });
   const frames = ["a", "b", "c"].map((id, i) => ({ start: i * MS, viseme: "aa", utterance_id: id }));
   for (const f of frames) m.frame(f, f.start, 0, 1000);
   assert.deepEqual(m.takeUtterances().map((u) => u.id), ["a", "b"]);
@@ -180,8 +185,8 @@ test("a short viseme inside a word is held under the next ones, never into silen
     { sample: 30 * MS, viseme: "aa", duration: 150 * MS },
     { sample: 180 * MS, viseme: "sil", duration: 200 * MS },
   ];
-  const plain = new VisemeTrack({ blendMs: 20 });
-  const held = new VisemeTrack({ blendMs: 20, holdMs: 120 });
+  const plain = new VisemeTrack({ sampleRate, blendMs: 20 });
+  const held = new VisemeTrack({ sampleRate, blendMs: 20, holdMs: 120 });
   plain.add(event(word));
   held.add(event(word));
   assert.equal(plain.weightsAt(80 * MS).PP, undefined); // gone 50 ms after its start
@@ -190,7 +195,7 @@ test("a short viseme inside a word is held under the next ones, never into silen
   assert.ok(Math.abs(w.PP + w.aa - 1) < 1e-9);
   assert.deepEqual(Object.keys(held.weightsAt(150 * MS)), ["aa"]); // released after the hold
   const end = [{ sample: 0, viseme: "aa", duration: 30 * MS }, { sample: 30 * MS, viseme: "sil", duration: 200 * MS }];
-  const last = new VisemeTrack({ blendMs: 20, holdMs: 120 });
+  const last = new VisemeTrack({ sampleRate, blendMs: 20, holdMs: 120 });
   last.add(event(end));
   assert.deepEqual(last.weightsAt(60 * MS), {}); // the mouth rests with the sound
 });
@@ -268,7 +273,7 @@ test("a viseme shorter than a frame can go unseen; held, it is seen", () => {
     { sample: 112 * MS, viseme: "O", duration: 100 * MS },
   ];
   const seenAt = (holdMs) => {
-    const t = new VisemeTrack({ holdMs });
+    const t = new VisemeTrack({ sampleRate, holdMs });
     t.add(event(line));
     for (let ms = 5; ms < 212; ms += 40) t.markSeen(ms * MS, t.weightsAt(ms * MS)); // 25 fps
     t.prune(10_000 * MS);
@@ -292,7 +297,7 @@ test("the lips lead by what half a frame exceeds the late budget, and only then"
 });
 
 test("a mouth opening from rest opens within 10 ms of its start; inside a phrase it crossfades", () => {
-  const t = new VisemeTrack({ blendMs: 40 });
+  const t = new VisemeTrack({ sampleRate, blendMs: 40 });
   t.add(event([
     { sample: 0, viseme: "sil", duration: 100 * MS },
     { sample: 100 * MS, viseme: "aa", duration: 100 * MS },
@@ -304,7 +309,7 @@ test("a mouth opening from rest opens within 10 ms of its start; inside a phrase
   // the next viseme takes the whole 40 ms
   assert.ok(Math.abs(t.weightsAt(185 * MS).O - 0.125) < 1e-9, JSON.stringify(t.weightsAt(185 * MS)));
   // a line with no silence frame before it opens from rest too
-  const bare = new VisemeTrack({ blendMs: 40 });
+  const bare = new VisemeTrack({ sampleRate, blendMs: 40 });
   bare.add(event([{ sample: 100 * MS, viseme: "E", duration: 100 * MS }]));
   assert.deepEqual(bare.weightsAt(89 * MS), {});
   assert.equal(bare.weightsAt(110 * MS).E, 1);

@@ -3,9 +3,9 @@
 // one morph target per Oculus viseme. The caller blends viseme weights over time; setVisemes
 // applies them as given on the next render.
 import * as THREE from "three";
-import { VISEMES, JAW_OPEN, buildMouth, surfaceSampler, eyeTexture, blushTexture } from "./face.js";
+import { JAW_OPEN, buildMouth, shapeless, surfaceSampler, eyeTexture, blushTexture } from "./face.js";
 
-export { VISEMES, JAW_OPEN };
+export { JAW_OPEN };
 
 const SKIN = "#f1bd9c", HAIR = "#3a2622", SHIRT = "#2f6f8c", IRIS = ["#1f6f86", "#5fc1cf"];
 const MOUTH_Y = -0.5, EYE = { x: 0.32, y: -0.02, r: 0.16 };
@@ -144,8 +144,12 @@ function merge(parts) {
 }
 
 export class Avatar {
+  // options.visemes: the server's viseme set (the page's facts), "sil" (the rest) first
   constructor(canvas, options = {}) {
     this.canvas = canvas;
+    this.visemes = options.visemes;
+    const unknown = shapeless(this.visemes);
+    if (unknown.length) throw new Error(`the mouth has no shape for visemes ${unknown.join(", ")}`);
     const software = softwareGL();
     // Software GL pays per triangle (SwiftShader: about 1.4 µs each, per frame, on the CPU the
     // show also needs): it draws the figure with half the segments (a quarter of the
@@ -164,7 +168,7 @@ export class Avatar {
     r.toneMappingExposure = options.exposure ?? 1.05;
     this.scene = new THREE.Scene();
     this.camera = new THREE.PerspectiveCamera(28, 16 / 9, 0.5, 30);
-    this._weights = new Float32Array(VISEMES.length);
+    this._weights = new Float32Array(this.visemes.length);
     this._weights[0] = 1;
     this._mouthOpen = 0;
     this._time = 0;
@@ -242,7 +246,7 @@ export class Avatar {
     }
     head.add(new THREE.Mesh(merge(sparks), new THREE.MeshBasicMaterial({ color: "#ffffff" })));
 
-    const mouth = buildMouth({ y0: MOUTH_Y, surf, skinColor: SKIN, material: mat });
+    const mouth = buildMouth({ y0: MOUTH_Y, surf, skinColor: SKIN, material: mat, visemes: this.visemes });
     head.add(mouth.group);
     this.mouthMeshes = mouth.meshes;
     this._dummy = new THREE.Object3D();
@@ -299,8 +303,8 @@ export class Avatar {
 
   setVisemes(weights) {
     const w = weights || {};
-    for (let i = 0; i < VISEMES.length; i++) {
-      const v = Number(w[VISEMES[i]]);
+    for (let i = 0; i < this.visemes.length; i++) {
+      const v = Number(w[this.visemes[i]]);
       this._weights[i] = Number.isFinite(v) ? Math.min(1, Math.max(0, v)) : 0;
     }
   }
@@ -352,13 +356,13 @@ export class Avatar {
 
   render() {
     let open = 0;
-    for (let i = 0; i < VISEMES.length; i++) open += this._weights[i] * JAW_OPEN[VISEMES[i]];
+    for (let i = 0; i < this.visemes.length; i++) open += this._weights[i] * JAW_OPEN[this.visemes[i]];
     this._mouthOpen = Math.min(1, Math.max(0, open));
     if (this._cpuMorphs) this._blendOnCpu();
     else {
       for (const m of this.mouthMeshes) {
         const inf = m.morphTargetInfluences;
-        for (let i = 0; i < VISEMES.length; i++) inf[i] = this._weights[i];
+        for (let i = 0; i < this.visemes.length; i++) inf[i] = this._weights[i];
       }
     }
     this.renderer.render(this.scene, this.camera);
@@ -381,7 +385,7 @@ export class Avatar {
       m.morphTargetInfluences = undefined;
       m.morphTargetDictionary = undefined;
     }
-    this._blended = new Float32Array(VISEMES.length).fill(-1);
+    this._blended = new Float32Array(this.visemes.length).fill(-1);
   }
 
   _blendOnCpu() {

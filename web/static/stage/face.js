@@ -9,7 +9,8 @@
 // between shapes, and sum(weight * JAW_OPEN) is the jaw opening the geometry really shows.
 import * as THREE from "three";
 
-export const VISEMES = ["sil", "PP", "FF", "TH", "DD", "kk", "CH", "SS", "nn", "RR", "aa", "E", "I", "O", "U"];
+// The viseme set is the server's (the page's facts: server/show/visemes.py), "sil" first; the
+// tables below give each of its visemes a shape (`shapeless` names any they miss).
 
 // How far each viseme opens the jaw, 0..1. The lower teeth drop by exactly JAW_OPEN * JAW_DROP.
 export const JAW_OPEN = {
@@ -46,6 +47,11 @@ const SHAPES = {
   O: { w: 0.12, up: 0.06, dn: 0.03, q: 1, round: 1, pout: 0.05 },
   U: { w: 0.075, up: 0.028, dn: 0.012, q: 1, round: 1, pout: 0.075, follow: 0.45 },
 };
+/** The visemes of `visemes` that the mouth has no shape for (none, for the server's set). */
+export function shapeless(visemes) {
+  return visemes.filter((v) => !(v in SHAPES && v in JAW_OPEN));
+}
+
 const shapeOf = (v) => ({
   ...BASE, ...SHAPES[v], jaw: JAW_OPEN[v], tongue: { ...BASE.tongue, ...SHAPES[v].tongue },
 });
@@ -164,10 +170,10 @@ function normalsFor(geo, pos) {
   return n;
 }
 
-// Attach one absolute morph target per viseme; the base shape is sil.
-function addMorphs(geo, make, withNormals) {
+// Attach one absolute morph target per viseme of `visemes`; the base shape is the first, sil.
+function addMorphs(geo, make, withNormals, visemes) {
   const P = [], Nn = [];
-  for (const v of VISEMES) {
+  for (const v of visemes) {
     const { pos, nrm } = make(v);
     const pa = new THREE.BufferAttribute(pos, 3); pa.name = "viseme_" + v; P.push(pa);
     if (withNormals) {
@@ -266,8 +272,9 @@ export function blushTexture() {
 
 // Builds the mouth centred at x = 0, y = y0 on the face; surf(x, y) is the skin's z there.
 // skinColor: the lips fade into it at their outer edge. material(look, props) makes a lit
-// material (look: colour/roughness; props: map, vertexColors, stencil...). Returns { group, meshes }.
-export function buildMouth({ y0, surf, skinColor, material }) {
+// material (look: colour/roughness; props: map, vertexColors, stencil...). visemes: the set the
+// morph targets follow, in order. Returns { group, meshes }.
+export function buildMouth({ y0, surf, skinColor, material, visemes }) {
   const group = new THREE.Group(), meshes = [];
   const skin = new THREE.Color(skinColor);
   const stencilIn = { stencilWrite: true, stencilRef: 1, stencilFunc: THREE.EqualStencilFunc };
@@ -288,7 +295,7 @@ export function buildMouth({ y0, surf, skinColor, material }) {
     for (let i = 0; i < N; i++) c.toArray(col, (r * N + i) * 3);
   });
   lipGeo.setAttribute("color", new THREE.BufferAttribute(col, 3));
-  addMorphs(lipGeo, (v) => ({ pos: lipPositions(shapeOf(v), y0, surf) }), true);
+  addMorphs(lipGeo, (v) => ({ pos: lipPositions(shapeOf(v), y0, surf) }), true, visemes);
   const lips = new THREE.Mesh(lipGeo, material({ roughness: 0.42 }, { vertexColors: true }));
   lips.renderOrder = 3;
 
@@ -301,7 +308,7 @@ export function buildMouth({ y0, surf, skinColor, material }) {
     for (let i = 0; i < (k === 0 ? 1 : N); i++, v++) c.toArray(dcol, v * 3);
   }
   discGeo.setAttribute("color", new THREE.BufferAttribute(dcol, 3));
-  addMorphs(discGeo, (v) => ({ pos: discPositions(lipPositions(shapeOf(v), y0, surf), surf) }), false);
+  addMorphs(discGeo, (v) => ({ pos: discPositions(lipPositions(shapeOf(v), y0, surf), surf) }), false, visemes);
   const disc = new THREE.Mesh(discGeo, new THREE.MeshBasicMaterial({
     vertexColors: true, depthWrite: false, stencilWrite: true, stencilRef: 1,
     stencilFunc: THREE.AlwaysStencilFunc, stencilZPass: THREE.ReplaceStencilOp,
@@ -340,7 +347,7 @@ export function buildMouth({ y0, surf, skinColor, material }) {
   addMorphs(inGeo, (v) => {
     const t = tonguePositions(shapeOf(v), y0, surf);
     return { pos: cat(upperPos, teethPositions(false, JAW_OPEN[v] * JAW_DROP, y0, surf), t.pos), nrm: cat(tn, t.nrm) };
-  }, true);
+  }, true, visemes);
   const inside = new THREE.Mesh(inGeo, material({ roughness: 0.35 }, {
     map: teethTexture(), alphaTest: 0.5, vertexColors: true, ...stencilIn,
   }));

@@ -1,19 +1,29 @@
 // The stage page: wires the link, the heard-audio clock, the viseme timeline and the avatar,
 // and exposes `window.allnighter` (API.md's browser hook).
 
+import { pageFacts } from "../shared/facts.js";
 import { Avatar } from "./avatar.js";
 import { FlatAvatar } from "./flatavatar.js";
+import { CaptionTrack } from "./captions.js";
 import { ChatColumn } from "./chat.js";
-import { Hearing, HeardClock, OnsetCalibration } from "./hearing.js";
+import { DrawnOnsets } from "./drawnonsets.js";
+import { HeardClock } from "./heardclock.js";
+import { Hearing } from "./hearing.js";
+import { lateGuardMs } from "./lateguard.js";
 import { OutputLatency, reportedLatency } from "./latency.js";
 import { Link } from "./link.js";
-import {
-  CaptionTrack, DrawnOnsets, MouthBlend, Playhead, RecentSet, SAMPLE_RATE, VisemeTrack, lateGuardMs,
-} from "./lipsync.js";
+import { MouthBlend } from "./mouthblend.js";
+import { OnsetCalibration } from "./onsetcalibration.js";
+import { Playhead } from "./playhead.js";
+import { RecentSet } from "./recentset.js";
+import { VisemeTrack } from "./visemetrack.js";
 import { FrameStats, Presentation, RenderBudget } from "./framestats.js";
 import { TimeSync } from "./timesync.js";
 
 const STATS_PERIOD_MS = 5000;
+// the server's sample rate, viseme set and onset thresholds (server/facts.py)
+const facts = pageFacts();
+const SAMPLE_RATE = facts.sample_rate;
 // `?calibration=off` keeps measuring but never corrects: the benchmark's uncalibrated baseline
 const params = new URLSearchParams(location.search);
 const CALIBRATE = params.get("calibration") !== "off";
@@ -32,16 +42,17 @@ const $ = (id) => document.getElementById(id);
 
 const canvas = $("avatar");
 const { avatar, renderer } = makeAvatar(canvas);
-const visemes = new VisemeTrack({ holdMs: HOLD_MS });
+const visemes = new VisemeTrack({ sampleRate: SAMPLE_RATE, holdMs: HOLD_MS });
 const mouth = new MouthBlend();
-const captions = new CaptionTrack();
-const calibration = new OnsetCalibration();
-const playhead = new Playhead();
-const onsets = new DrawnOnsets();
+const captions = new CaptionTrack({ sampleRate: SAMPLE_RATE });
+const { loud, quiet } = facts.onsets;
+const calibration = new OnsetCalibration({ sampleRate: SAMPLE_RATE, loud, quiet });
+const playhead = new Playhead({ sampleRate: SAMPLE_RATE });
+const onsets = new DrawnOnsets({ sampleRate: SAMPLE_RATE });
 const frames = new FrameStats();
 const presentation = new Presentation();
 let drawnLast = null; // the last frame drawn: its lip-sync figure waits for the next frame
-const hearing = new Hearing($("stage-audio"), LATENCY_HINT);
+const hearing = new Hearing($("stage-audio"), { latencyHint: LATENCY_HINT, sampleRate: SAMPLE_RATE });
 const latency = new OutputLatency(); // the device's: what is rendered is heard that much later
 let clock = null;
 let calibrationMs = 0; // a property of this browser's audio path: kept across reconnects
@@ -67,7 +78,9 @@ const link = new Link({
   },
   onTrack(stream, receiver, info) {
     hearing.attach(stream);
-    clock = new HeardClock(receiver, info?.rtp_base ?? 0, hearing.lookaheadMs);
+    clock = new HeardClock(receiver, {
+      sampleRate: SAMPLE_RATE, rtpBase: info?.rtp_base ?? 0, lookaheadMs: hearing.lookaheadMs,
+    });
     clock.calibrationMs = calibrationMs;
     showSoundGate();
   },
@@ -135,7 +148,8 @@ function heardNext(phrase) {
 
 function makeAvatar(el) {
   try {
-    return { avatar: new Avatar(el, DETAIL === null ? {} : { detail: DETAIL }), renderer: "webgl" };
+    const options = { visemes: facts.visemes, ...(DETAIL === null ? {} : { detail: DETAIL }) };
+    return { avatar: new Avatar(el, options), renderer: "webgl" };
   } catch (err) {
     console.warn("WebGL unavailable, drawing the avatar in 2D:", err);
     return { avatar: new FlatAvatar(el), renderer: "canvas2d" };

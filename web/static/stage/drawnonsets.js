@@ -1,0 +1,67 @@
+// Lip-sync as drawn: the picture of each viseme onset against the sound heard then, and each
+// utterance's first voiced frame seen, for the page's reports to the server.
+
+import { requireRate } from "./rate.js";
+import { RecentSet } from "./recentset.js";
+
+/**
+ * Lip-sync as the viewer sees it, at every viseme onset: the first frame that shows a viseme
+ * (its planned start reached at the frame's drawn sample) is late by the drawn sample minus
+ * that start; the caller's correction is added (the heard clock's own remaining error, as
+ * measured at speech onsets, and that the frame appears before the moment it was drawn for).
+ * Positive: the picture is late. Collected between reports, at most `max` of them.
+ *
+ * The first voiced frame drawn of each utterance also gives the server that utterance's
+ * picture and heard times on its clock (`utterance_onsets`): the picture when the frame was
+ * seen, the sound that same offset earlier. At most `maxUtterances` between reports.
+ */
+export class DrawnOnsets {
+  constructor({ sampleRate, max = 200, maxUtterances = 50 } = {}) {
+    this.perMs = requireRate(sampleRate) / 1000;
+    this.max = max;
+    this.maxUtterances = maxUtterances;
+    this.shown = null; // the frame last counted
+    this.pending = [];
+    this.utterances = []; // {id, sample, heard_ms, drawn_ms}
+    this.drawnUtterances = new RecentSet(256); // ids whose first voiced frame has been drawn
+  }
+
+  /**
+   * After drawing at sample `s` the timeline frame `f` (VisemeTrack.frameAt(s), or null).
+   * `correctionMs` is added to each offset: the heard clock's remaining error as measured at
+   * speech onsets (ms by which the sound runs ahead of it), less how far ahead of its
+   * appearance the frame was drawn. `serverMs`: the server's clock when the frame appears
+   * (null while the page's offset to it is unknown).
+   */
+  frame(f, s, correctionMs = 0, serverMs = null) {
+    if (!f || f === this.shown || f.viseme === "sil") return;
+    this.shown = f;
+    const offset = (s - f.start) / this.perMs + correctionMs;
+    if (this.pending.length < this.max) this.pending.push(offset);
+    this.#firstOfUtterance(f, offset, serverMs);
+  }
+
+  // Only an utterance's first voiced frame drawn counts, timed or not: a later one would say
+  // when the page saw the middle of the line, not its start.
+  #firstOfUtterance(f, offset, serverMs) {
+    const id = f.utterance_id;
+    if (id == null || this.drawnUtterances.has(id)) return;
+    this.drawnUtterances.add(id);
+    if (!Number.isFinite(serverMs) || this.utterances.length >= this.maxUtterances) return;
+    this.utterances.push({ id, sample: f.start, heard_ms: serverMs - offset, drawn_ms: serverMs });
+  }
+
+  /** The offsets (ms) since the last call. */
+  take() {
+    const out = this.pending;
+    this.pending = [];
+    return out;
+  }
+
+  /** The utterances' first voiced frames drawn since the last call. */
+  takeUtterances() {
+    const out = this.utterances;
+    this.utterances = [];
+    return out;
+  }
+}
