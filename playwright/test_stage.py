@@ -7,11 +7,12 @@ import contextlib
 import statistics
 import time
 
-from conftest import Host, e2e_config, open_desk, screenshot, until_final
+from conftest import Host, e2e_config, open_desk, open_host, screenshot, until_final
 
 from server.bench.browser import CHROMIUM_ARGS, chromium_path, now_ms, open_stage, probe, records
 from server.bench.harness import LiveServer, free_port
 from server.bench.lipsync_figures import LOUD, OPEN, QUIET, silent_after
+from server.facts import page_facts
 from server.keys import LIVE, PEERS, SIGNALS, TIME
 
 # Canvas statistics drawn through a 2D copy: spread of brightness (a blank canvas has none)
@@ -294,3 +295,29 @@ def test_a_viewer_who_leaves_is_let_go_at_once(browser, show):
     while len(peers.viewers) > before and time.monotonic() < deadline:
         time.sleep(0.05)
     assert len(peers.viewers) == before, "the server still sends to a viewer who left"
+
+
+# The facts the page's modules were handed: read once, at start, from the page (a second read
+# is answered from what the first kept, so a page whose modules never read them throws here).
+FACTS_READ = """async () => {
+  const { pageFacts } = await import("/static/shared/facts.js");
+  return pageFacts({ getElementById: () => null });
+}"""
+
+
+def test_the_pages_run_on_the_servers_facts(browser, show):
+    """The sample rate, viseme set, onset thresholds, sync windows and text limits the pages
+    use are the ones the server rendered into them (server/facts.py)."""
+    facts = page_facts(show.cfg)
+    page = open_stage(browser, show.url)
+    assert page.evaluate(FACTS_READ) == facts
+    assert page.get_attribute("#chat-text", "maxlength") == str(facts["text_limits"]["chat"])
+    # the mouth took the server's viseme set (a set without shapes would fall back to 2D)
+    assert page.evaluate("() => window.allnighter.state().renderer") == "webgl"
+    desk = open_host(browser, show.url)
+    desk.wait_for_function("() => window.allnighterHost !== undefined")
+    assert desk.evaluate(FACTS_READ) == facts
+    assert desk.get_attribute("#say-text", "maxlength") == str(facts["text_limits"]["say"])
+    assert page.errors == [] and desk.errors == []  # type: ignore[attr-defined]
+    desk.close()
+    page.close()
