@@ -1,6 +1,9 @@
 // Small DOM helpers of the host desk. Text from the server or a viewer goes in with
 // textContent, never as HTML.
 
+/** The element of the page with this id. */
+export const $ = (id) => document.getElementById(id);
+
 /** An element: `props` set as class, text, dataset, on<event> listeners or attributes. */
 export function el(tag, props = {}, ...children) {
   const node = document.createElement(tag);
