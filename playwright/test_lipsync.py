@@ -75,7 +75,7 @@ def test_each_line_starts_with_mouth_and_sound_together(
     assert all(lost for _, lost in outside), (outside, probe)
     assert len(outside) <= math.ceil(len(probe) / 10), (outside, probe)
     half = 1000 / fps / 2
-    guard = max(0.0, half - 12)  # web/static/stage/lipsync.js: lateGuardMs
+    guard = max(0.0, half - 12)  # web/static/stage/lateguard.js: lateGuardMs
     bound = max(P95_MS, half + guard + show.app[CONFIG].stage.viseme_lead_ms)
     p95 = pct([abs(ms) for ms in page], 95)
     print(f"|p95| {p95:.1f} ms; bound {bound:.1f} ms at the page's median {fps:g} fps")

@@ -11,7 +11,7 @@ chunk's first loud sample is always one: what came before it is another chunk's 
 the page only matches the onsets it hears after a quiet stretch of its own (a longer one than
 this, so every onset it hears is among these).
 
-The same numbers are in web/static/stage/hearing.js (LOUD, QUIET).
+The pages take these numbers from here (server/facts.py renders them into each page).
 """
 
 from __future__ import annotations
