@@ -25,10 +25,13 @@ import logging
 import re
 import statistics
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
+import jiwer
 import numpy as np
+
+from models.protocols import ASR, HeardWord, SpeechChunk
 
 from ..metrics import Metrics
 from ..tasks import cancel_and_wait
@@ -57,20 +60,15 @@ def normalize_words(text: str) -> list[str]:
 
 
 def word_error_rate(reference: str, hypothesis: str) -> float:
-    """Word-level Levenshtein distance divided by the reference length."""
+    """Word-level edit distance over the reference's length (jiwer), on words lower-cased
+    without punctuation; 1.0 for words heard where none were said."""
     ref, hyp = normalize_words(reference), normalize_words(hypothesis)
     if not ref:
         return 0.0 if not hyp else 1.0
-    prev = list(range(len(hyp) + 1))
-    for i, r in enumerate(ref, 1):
-        cur = [i]
-        for j, h in enumerate(hyp, 1):
-            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (r != h)))
-        prev = cur
-    return prev[-1] / len(ref)
+    return float(jiwer.wer(" ".join(ref), " ".join(hyp)))
 
 
-def planned_word_starts(phonemes: Any, sample_rate: int) -> list[float]:
+def planned_word_starts(phonemes: Sequence[tuple[str, int]], sample_rate: int) -> list[float]:
     """Start time (s) of each word in a Piper chunk: the first phoneme after a word break."""
     starts: list[float] = []
     pos = 0
@@ -85,7 +83,9 @@ def planned_word_starts(phonemes: Any, sample_rate: int) -> list[float]:
     return starts
 
 
-def compare(utterance_id: str, text: str, words: list, chunk: Any, flag_wer: float) -> PhraseCheck:
+def compare(
+    utterance_id: str, text: str, words: list[HeardWord], chunk: SpeechChunk, flag_wer: float
+) -> PhraseCheck:
     """What the ASR heard of one chunk against its text and its planned word starts."""
     heard = " ".join(w.word.strip() for w in words)
     planned = planned_word_starts(chunk.phonemes, chunk.sample_rate)
@@ -168,7 +168,7 @@ class SpeechFeedback:
 
     def __init__(
         self,
-        transcriber: Any,
+        transcriber: ASR,
         metrics: Metrics,
         queue_size: int = 4,
         thread: ModelThread | None = None,
@@ -209,7 +209,9 @@ class SpeechFeedback:
         """The applied correction in samples, for the stage's planner."""
         return round(self.applied_correction_s * sample_rate)
 
-    def check(self, utterance_id: str, text: str, pcm: np.ndarray, start: int, chunk: Any) -> None:
+    def check(
+        self, utterance_id: str, text: str, pcm: np.ndarray, start: int, chunk: SpeechChunk
+    ) -> None:
         """Offer a phrase for checking; never waits."""
         try:
             self._queue.put_nowait((utterance_id, text, pcm, chunk))
@@ -255,7 +257,7 @@ class SpeechFeedback:
                 self._busy = False
             self.fold(compare(utterance_id, text, heard, chunk, self.flag_wer), reference)
 
-    def _hear(self, pcm: np.ndarray, chunk: Any) -> tuple[list, float | None]:
+    def _hear(self, pcm: np.ndarray, chunk: SpeechChunk) -> tuple[list[HeardWord], float | None]:
         """On the ASR thread: the words heard in `pcm`, and the heard − planned word start of
         Piper's own sound of the phrase (None where it cannot be paired)."""
         piper = resample_int16(chunk.audio, chunk.sample_rate, SAMPLE_RATE)
