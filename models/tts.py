@@ -11,7 +11,6 @@ Blocking API, meant to be driven from an executor thread; no asyncio here.
 from __future__ import annotations
 
 import os
-import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,27 +24,7 @@ from piper.voice import AudioChunk
 from models.catalogue import existing_file, packaged_piper_voice
 from models.device import lower_priority, onnx_cuda, resolve
 from models.protocols import TTS, SpeechChunk, VoiceStyle
-
-# A sentence ends at . ! ? (plus closing quotes/brackets) followed by whitespace ...
-_SENTENCE_END = re.compile(r"[.!?]+[\"')\]]*\s+")
-# ... unless the "." closes a common title, a lone initial or a dotted abbreviation
-# ("Dr.", "J.", "U.S.A.", "e.g."), which espeak-ng mostly reads through.
-_ABBREVIATION = re.compile(r"(?:\b(?:mr|mrs|ms|dr|st|vs|jr|sr|prof)|(?:^|[\s(])\w|\w\.\w)\.$", re.I)
-
-
-def split_sentences(text: str) -> list[str]:
-    """Split text into the sentences that will each become one SpeechChunk."""
-    sentences: list[str] = []
-    start = 0
-    for match in _SENTENCE_END.finditer(text):
-        if _ABBREVIATION.search(text[start : match.end()].rstrip()):
-            continue
-        if sentence := text[start : match.end()].strip():
-            sentences.append(sentence)
-        start = match.end()
-    if tail := text[start:].strip():
-        sentences.append(tail)
-    return sentences
+from models.sentences import split_sentences
 
 
 def _fit(phonemes: list[tuple[str, int]], total: int) -> tuple[tuple[str, int], ...]:

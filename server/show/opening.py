@@ -29,6 +29,7 @@ from collections.abc import AsyncGenerator, Callable
 import numpy as np
 
 from models.protocols import SpeechChunk
+from models.sentences import is_abbreviation
 
 MAX_WORDS = 4  # the opening is at most this many words
 MIN_REST = 2  # words that must follow it in its sentence
@@ -64,7 +65,7 @@ def opening_words(phrase: str) -> int | None:
 
 def _first_sentence(words: list[str]) -> list[str]:
     for i, word in enumerate(words):
-        if SENTENCE_END.search(word):
+        if SENTENCE_END.search(word) and not (word[-1] == "." and is_abbreviation(word[:-1])):
             return words[: i + 1]
     return words
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from models.sentences import ends_sentence
+
 # A sentence end followed by a space, or ending the text so far after a letter: a streamed
 # "night." is cut at once instead of one token later; "3." waits (it may become "3.5").
 SENTENCE_END = re.compile(r"[.!?…]+[\"')\]]*\s|(?<=[^\W\d_])[!?…]+$|(?<=[^\W\d_])\.$")
@@ -71,15 +73,10 @@ class PhraseWindow:
         return phrase or None
 
 
-ABBREVIATIONS = {"mr", "mrs", "ms", "dr", "st", "vs", "etc", "jr", "sr", "prof", "no", "e.g", "i.e"}
-
-
 def _abbreviation(text: str, m: re.Match[str]) -> bool:
-    """Is the '.' at this sentence end part of "Mr." or "U.S." rather than a full stop?"""
-    if not text[m.start() :].startswith("."):
-        return False
-    word = text[: m.start()].rsplit(None, 1)[-1] if text[: m.start()].strip() else ""
-    return word.lower() in ABBREVIATIONS or (len(word.rstrip(".")) == 1 and word[-1:].isupper())
+    """Is the '.' at this sentence end part of "Mr." or "U.S." rather than a full stop? (The
+    voice's rule: models/sentences.py.)"""
+    return not ends_sentence(text, m.start())
 
 
 def _speakable(text: str) -> bool:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from models.catalogue import ModelNotFound
-from models.tts import PiperSpeaker, SpeechChunk, VoiceStyle, split_sentences
+from models.tts import PiperSpeaker, SpeechChunk, VoiceStyle
 
 TEXT = "Hello there. How are you tonight?"
 
@@ -74,20 +74,6 @@ def test_phonemize_groups_by_sentence(speaker: PiperSpeaker) -> None:
 def test_empty_text_gives_no_chunks(speaker: PiperSpeaker) -> None:
     assert list(speaker.speak("   ")) == []
     speaker.warm_up()
-
-
-def test_split_sentences() -> None:
-    assert split_sentences(TEXT) == ["Hello there.", "How are you tonight?"]
-    assert split_sentences("Dr. Smith is in. Wow!! Really?") == [
-        "Dr. Smith is in.",
-        "Wow!!",
-        "Really?",
-    ]
-    assert split_sentences("It's 3 a.m. here. U.S.A. rocks") == [
-        "It's 3 a.m. here.",
-        "U.S.A. rocks",
-    ]
-    assert split_sentences("  ") == []
 
 
 def test_missing_explicit_voice_names_the_setting(tmp_path: Path) -> None:
