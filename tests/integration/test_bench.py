@@ -93,7 +93,7 @@ def test_bench_lipsync_prints_offsets_sweep_drift_and_frame_rates(tmp_path):
 
 
 def test_bench_abuse_prints_each_attack_beside_none():
-    from server.bench.abuse import ATTACKS
+    from server.bench.attacks import ATTACKS
 
     out = allnighter("abuse", "--seconds", "3", "--after-seconds", "1")
     rows = rows_of(out, "bench abuse")

@@ -10,7 +10,7 @@ import time
 import pytest
 import socketio
 
-from server.bench.abuse import silent_socket
+from server.bench.attacks import silent_socket
 from server.bench.harness import LiveServer, request, say, until_final, wait_for
 from server.config import load_config
 from server.keys import LIVE, SIGNALS
