@@ -11,6 +11,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from ..keys import BROADCAST, CONFIG, LIVE, MEDIA_CLOCK, METRICS, PEERS, TIME
+from ..media.mediaclock import SAMPLE_RATE
 from ..show.utterances import QueueFull
 from ..transport.peers import OfferError
 
@@ -166,7 +167,7 @@ async def offer(request: web.Request) -> web.Response:
             "type": answer.type,
             "session_id": viewer.session_id,
             "clock": {
-                "sample_rate": 48_000,
+                "sample_rate": SAMPLE_RATE,
                 "rtp_base": viewer.rtp_base,
                 "epoch_ms": round(epoch_ms, 3),
             },

@@ -14,10 +14,10 @@ from typing import Any
 from aiohttp import web
 
 from ..keys import BROADCAST, CONFIG, LIVE, PEERS, SIGNALS
+from ..media.mediaclock import SAMPLE_RATE
 from ..show.utterances import rounded_median
 from .api import ApiError, json_response, read_json, require_host, role_from, submit
 
-SAMPLE_RATE = 48_000
 ANSWERED_KEPT = 500  # chat ids remembered as answered (more than the chat buffer holds)
 # ATSC IS-191: sound at most 15 ms ahead of the picture, 45 ms behind (as picture − sound)
 ATSC = (-45.0, 15.0)

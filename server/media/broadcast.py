@@ -19,12 +19,12 @@ import av
 import numpy as np
 
 from ..tasks import cancel_and_wait, supervised
-from .mediaclock import MediaClock
+from .mediaclock import SAMPLE_RATE, MediaClock
 from .timeline import SpeechTimeline
 
 log = logging.getLogger(__name__)
 
-TIME_BASE = fractions.Fraction(1, 48_000)
+TIME_BASE = fractions.Fraction(1, SAMPLE_RATE)
 # A viewer that falls this many packets behind (a stalled socket) loses the oldest ones.
 LISTENER_QUEUE_PACKETS = 10
 # Peak level below which a frame counts as silence (−50 dBFS): resampler ringing and dither

@@ -33,6 +33,7 @@ import numpy as np
 
 from models.protocols import ASR, HeardWord, SpeechChunk
 
+from ..media.mediaclock import SAMPLE_RATE
 from ..metrics import Metrics
 from ..tasks import cancel_and_wait
 from .inference import ModelThread
@@ -41,7 +42,6 @@ from .resample import resample_int16
 log = logging.getLogger(__name__)
 
 WORD_BREAKS = {" ", ".", ",", "!", "?", ";", ":", "$", "^", "_"}
-SAMPLE_RATE = 48_000
 FLAGGED_KEPT = 20  # flagged phrases the host panel lists
 
 

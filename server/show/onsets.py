@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..media.mediaclock import SAMPLE_RATE
 from .visemes import VisemeFrame
 
 LOUD = 0.02  # of full scale: the start of a sound
@@ -50,7 +51,7 @@ def sound_onsets(
 
 
 def open_on_sound(
-    frames: list[VisemeFrame], onsets: list[int], rate: int = 48000
+    frames: list[VisemeFrame], onsets: list[int], rate: int = SAMPLE_RATE
 ) -> list[VisemeFrame]:
     """The frames with each voiced viseme that follows a pause starting where its sound does,
     when the sound starts in that pause (within SNAP_MS of the viseme), or, for a vowel, in its

@@ -25,6 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from ..media.mediaclock import SAMPLE_RATE
+
 VISEMES: tuple[str, ...] = (
     "sil", "PP", "FF", "TH", "DD", "kk", "CH", "SS", "nn", "RR", "aa", "E", "I", "O", "U",
 )  # fmt: skip
@@ -162,7 +164,7 @@ def visemes_from_alignment(
     phonemes: Sequence[tuple[str, int]],
     start_sample: int,
     src_rate: int = 22050,
-    dst_rate: int = 48000,
+    dst_rate: int = SAMPLE_RATE,
 ) -> VisemeTrack:
     """Convert one chunk's ``(phoneme, num_samples)`` alignment into broadcast-clock frames.
 
