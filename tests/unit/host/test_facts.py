@@ -20,7 +20,7 @@ from server.host import hostdesk
 from server.media import mediaclock
 from server.show import onsets, visemes
 
-NODE_FACTS = Path(__file__).resolve().parents[2] / "web" / "tests" / "facts.json"
+NODE_FACTS = Path(__file__).resolve().parents[3] / "web" / "tests" / "facts.json"
 ELEMENT = re.compile(
     r'<script type="application/json" id="allnighter-facts">(?P<json>.*?)</script>', re.S
 )
