@@ -154,7 +154,7 @@ export class FrameLoop {
     avatar.update(dt / 1000, now / 1000);
     avatar.render();
     const shown = sample === null ? null : visemes.frameAt(sample);
-    // the sample heard now (API.md's current_sample); the mouth shows `sample`, a little ahead
+    // the sample heard now (docs/api.md: `state().current_sample`); the mouth shows `sample`, a little ahead
     this.heard = { sample: clock ? clock.sampleAt(performance.now()) : null, viseme: shown?.viseme ?? "sil", mouth: avatar.mouthOpen };
     this.drawnLast = null;
     if (sample !== null) {

@@ -1,5 +1,5 @@
 // The stage page: wires the link, the heard-audio clock, the viseme timeline and the avatar,
-// and exposes `window.allnighter` (API.md's browser hook). The frame loop and what it keeps
+// and exposes `window.allnighter` (docs/api.md, "The browser hook"). The frame loop and what it keeps
 // between frames are in frameloop.js.
 
 import { pageFacts } from "../shared/facts.js";

@@ -3,7 +3,7 @@
 import { BLEND_MS } from "./visemetrack.js";
 
 /**
- * Adaptive interpolation (PRODUCT.md): α = 0.9 − 0.6·clamp(|Δt| / 50 ms, 0, 1), Δt the lip-sync
+ * Adaptive interpolation (docs/sync.md): α = 0.9 − 0.6·clamp(|Δt| / 50 ms, 0, 1), Δt the lip-sync
  * error measured now. With the error small the mouth follows the timeline almost exactly; with
  * it large (the heard clock still settling after a jitter-buffer jump) it eases, so an error
  * shows as a softer mouth rather than a snap to the wrong syllable.
