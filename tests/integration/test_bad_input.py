@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 
-import aiohttp
 import pytest
 import socketio
 
@@ -92,10 +91,5 @@ def test_socket_events_with_a_wrong_shape_get_error_acks(show):
 
 
 def test_server_is_still_up_after_all_that(show):
-    async def run():
-        async with aiohttp.ClientSession() as http:
-            r = await http.get(show.url + "/healthz")
-            return r.status, await r.json()
-
-    status, body = asyncio.run(run())
+    status, body = asyncio.run(request(show, "GET", "/healthz", token=None))
     assert status == 200 and body["status"] == "ok"

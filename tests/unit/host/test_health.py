@@ -8,7 +8,7 @@ import time
 import aiohttp
 
 import server.app as app_module
-from server.bench.harness import LiveServer
+from server.bench.harness import LiveServer, request
 from server.config import load_config
 from server.loading import Models
 from tests.fakes import ToneTTS, WordsLLM
@@ -46,12 +46,7 @@ def test_healthz_is_503_while_loading_then_200(monkeypatch):
 
 
 def test_roles_lists_the_characters(tone_server):
-    async def get():
-        async with aiohttp.ClientSession() as http:
-            r = await http.get(tone_server.url + "/api/v1/roles")
-            return r.status, await r.json()
-
-    status, roles = asyncio.run(get())
+    status, roles = asyncio.run(request(tone_server, "GET", "/api/v1/roles", token=None))
     assert status == 200
     assert roles[0]["name"] == "nova" and roles[0]["voice"] == "joe" and roles[0]["persona"]
 
