@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from server.bench import harness
+from server.bench import inprocess
 from server.bench.browser import behind_the_browser, chromium_path, launch
-from server.bench.harness import LiveServer, request
+from server.bench.inprocess import LiveServer, request
 from server.config import load_config
 
 TOKEN = "e2e-host-token-0123"
@@ -112,4 +112,4 @@ def screenshot(page: Page, name: str, **kw: Any) -> Path:
 
 def until_final(host: Host, utt_id: str, timeout: float = 60.0) -> dict:
     """Wait until an utterance is done, interrupted or failed; returns its record."""
-    return host.srv.call(harness.until_final(host.srv, utt_id, timeout), timeout + 10)
+    return host.srv.call(inprocess.until_final(host.srv, utt_id, timeout), timeout + 10)

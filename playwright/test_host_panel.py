@@ -10,7 +10,7 @@ from conftest import TOKEN, open_desk, open_host, screenshot, sign_in
 from playwright.sync_api import Browser, Route, expect
 
 from server.bench.browser import now_ms, open_stage, probe, records
-from server.bench.harness import LiveServer
+from server.bench.inprocess import LiveServer
 from server.bench.lipsync_figures import LOUD, OPEN
 
 

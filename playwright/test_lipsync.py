@@ -35,11 +35,11 @@ import statistics
 import pytest
 from playwright.sync_api import Browser
 
-from server.bench.harness import LiveServer
+from server.bench.inprocess import LiveServer
 from server.bench.lipsync import measure_page
 from server.bench.table import pct
-from server.host.hostdesk import ATSC
 from server.keys import CONFIG
+from server.media.syncwindows import ATSC
 
 LINES = 20
 P95_MS = 15  # the bound on the p95, where the frame rate allows it

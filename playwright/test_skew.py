@@ -17,7 +17,7 @@ from conftest import Host, e2e_config
 from playwright.sync_api import Browser
 
 from server.bench.browser import open_stage
-from server.bench.harness import LiveServer
+from server.bench.inprocess import LiveServer
 from server.keys import LIVE
 
 SECONDS = 180

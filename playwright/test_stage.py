@@ -10,7 +10,7 @@ import time
 from conftest import Host, e2e_config, open_desk, open_host, screenshot, until_final
 
 from server.bench.browser import CHROMIUM_ARGS, chromium_path, now_ms, open_stage, probe, records
-from server.bench.harness import LiveServer, free_port
+from server.bench.inprocess import LiveServer, free_port
 from server.bench.lipsync_figures import LOUD, OPEN, QUIET, silent_after
 from server.facts import page_facts
 from server.keys import LIVE, PEERS, SIGNALS, TIME

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from .config import Config
-from .host.hostdesk import ATSC, EBU_R37
 from .media.mediaclock import SAMPLE_RATE
+from .media.syncwindows import ATSC, EBU_R37
 from .show.onsets import LOUD, QUIET, QUIET_MS
 from .show.visemes import VISEMES
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from server.bench.harness import LiveServer
+from server.bench.inprocess import LiveServer
 from server.config import load_config
 from server.loading import Models
 from tests.fakes import ToneTTS, WordsLLM

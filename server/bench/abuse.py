@@ -38,7 +38,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from server.host.hostdesk import ATSC, in_window
+from server.media.syncwindows import ATSC, in_window
 
 from .attacks import ATTACKS
 from .browser import SERVER_NICE, launch, now_ms, open_stage, probe, records

@@ -23,7 +23,7 @@ from typing import Any
 from server.config import load_config
 
 from ..keys import LIVE
-from .harness import LiveServer, say, until_final
+from .inprocess import LiveServer, say, until_final
 from .peer import first_audio_tables, measure_allnighter, measure_pipecat
 from .table import median, pct, render
 

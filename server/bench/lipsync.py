@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from .browser import behind_the_browser, launch, now_ms, open_stage, probe, records
-from .harness import LiveServer, say, until_final
+from .inprocess import LiveServer, say, until_final
 from .lipsync_figures import after_a_dropped_frame, line_offset, matched, onsets, rendered_offsets
 from .lipsync_tables import (
     CONTINUOUS_FIGURES,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from server.host.hostdesk import ATSC, EBU_R37, in_window
+from server.media.syncwindows import ATSC, EBU_R37, in_window
 
 from .table import median, pct, render
 

@@ -27,7 +27,7 @@ from server.media.broadcast import is_voiced
 from server.show.opening import opening_words
 
 from ..keys import CONFIG, LIVE
-from .harness import LiveServer
+from .inprocess import LiveServer
 from .table import median, pct, render
 from .viewer import PythonViewer
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import aiohttp
 
-from .harness import free_port
+from .inprocess import free_port
 from .table import render
 
 LATE_MS = 100.0

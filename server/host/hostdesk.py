@@ -15,14 +15,11 @@ from aiohttp import web
 
 from ..keys import BROADCAST, CONFIG, LIVE, PEERS, SIGNALS
 from ..media.mediaclock import SAMPLE_RATE
+from ..media.syncwindows import ATSC, EBU_R37, in_window
 from ..show.utterances import rounded_median
 from .api import ApiError, json_response, read_json, require_host, role_from, submit
 
 ANSWERED_KEPT = 500  # chat ids remembered as answered (more than the chat buffer holds)
-# ATSC IS-191: sound at most 15 ms ahead of the picture, 45 ms behind (as picture − sound)
-ATSC = (-45.0, 15.0)
-# EBU R37: sound at most 40 ms ahead of the picture, 60 ms behind
-EBU_R37 = (-60.0, 40.0)
 
 
 class HostDesk:
@@ -130,14 +127,6 @@ def speech_check(app: web.Application) -> dict[str, Any] | None:
     """The ASR feedback's counts, drift, correction and flagged phrases (None when it is off)."""
     feedback = app[LIVE].feedback
     return feedback.summary() if feedback is not None else None
-
-
-def in_window(offsets: list[float], window: tuple[float, float]) -> float | None:
-    """The share (0..1) of picture − sound offsets inside a broadcast window; None for none."""
-    if not offsets:
-        return None
-    low, high = window
-    return round(sum(low <= ms <= high for ms in offsets) / len(offsets), 3)
 
 
 def _quantile(ordered: list[float], q: float) -> float | None:

@@ -13,13 +13,14 @@ import queue
 import threading
 from collections.abc import AsyncGenerator, Callable, Iterator
 from concurrent.futures import Future
-from typing import Any, TypeVar
+from typing import Any, TypeVar, TypeVarTuple, Unpack, cast
 
 from models.device import lower_priority  # noqa: F401 (the benches take it from here too)
 from models.protocols import LLM, Messages, TokenPiece
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+Ts = TypeVarTuple("Ts")
 _DONE = object()
 
 
@@ -60,19 +61,24 @@ class ModelThread:
                 except BaseException as exc:
                     done.set_exception(exc)
 
-    def _submit(self, fn: Any, *args: Any, jobs: queue.SimpleQueue | None = None) -> Future:
-        done: Future = Future()
+    def _submit(
+        self,
+        fn: Callable[[Unpack[Ts]], T],
+        *args: Unpack[Ts],
+        jobs: queue.SimpleQueue | None = None,
+    ) -> Future[T]:
+        done: Future[T] = Future()
         (jobs or self._jobs).put((fn, args, done))
         return done
 
-    def run_sync(self, fn: Any, *args: Any) -> Any:
+    def run_sync(self, fn: Callable[[Unpack[Ts]], T], *args: Unpack[Ts]) -> T:
         """Run on this thread and wait (from another thread, e.g. while loading models).
 
         A model built here starts its worker threads here, and they inherit the nice value.
         """
         return self._submit(fn, *args).result()
 
-    async def call(self, fn: Any, *args: Any) -> Any:
+    async def call(self, fn: Callable[[Unpack[Ts]], T], *args: Unpack[Ts]) -> T:
         done = asyncio.wrap_future(self._submit(fn, *args))
         try:
             # asyncio.timeout, not wait_for: wait_for returns the result of a call that ends
@@ -90,7 +96,7 @@ class ModelThread:
         log.error("%s: a call outlived its deadline; going on with a new thread", self.name)
 
     async def iterate(
-        self, make: Callable[..., Iterator[T]], *args: Any
+        self, make: Callable[[Unpack[Ts]], Iterator[T]], *args: Unpack[Ts]
     ) -> AsyncGenerator[T, None]:
         """Run a blocking iterator (a generator: it is closed when the iteration ends) on this
         thread, yielding its items to the loop one by one."""
@@ -102,7 +108,7 @@ class ModelThread:
                 item = await self.call(next, gen, _DONE)
                 if item is _DONE:
                     return
-                yield item
+                yield cast(T, item)
         finally:
             if self._jobs is owner:
                 # closing runs on the model thread too (it may join a generate thread); one

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from typing import Any
-
 import numpy as np
+
+from models.protocols import SpeechChunk
 
 SILENT_SYMBOLS = {"^", "_", " ", "$"}
 LEAD_IN_PEAK = 100
@@ -77,7 +77,7 @@ class SpeechFirst:
             self._llm_waiting.wait(0.05)
 
 
-def trim_lead_in(chunk: Any) -> Any:
+def trim_lead_in(chunk: SpeechChunk) -> SpeechChunk:
     """Drop the near-silent start of a chunk: its leading silent phonemes, and the silence a
     soft first sound opens with.
 

@@ -7,8 +7,7 @@ import asyncio
 import pytest
 import socketio
 
-from server.bench.harness import request
-from tests.integration.helpers import until_final
+from server.bench.inprocess import request, until_final
 
 pytestmark = pytest.mark.models
 

@@ -9,12 +9,13 @@ import aiohttp
 import numpy as np
 import pytest
 
+from server.bench.inprocess import say, until_final
 from server.bench.viewer import PythonViewer
 from server.keys import LIVE
 from server.show.feedback import word_error_rate
 from server.show.onsets import sound_onsets
 from tests.alignment import measure
-from tests.integration.helpers import say, until_final, wait_for
+from tests.harness import wait_for
 
 pytestmark = pytest.mark.models
 LINE = "Good evening, night owls. The moon is up, the coffee is hot, and we are live."

@@ -108,7 +108,7 @@ def test_the_server_follows_a_configured_ntp_server_and_warns_about_a_dead_one()
 
     import aiohttp
 
-    from server.bench.harness import LiveServer, free_port
+    from server.bench.inprocess import LiveServer, free_port
     from server.config import load_config
     from server.loading import Models
     from tests.fakes import ToneTTS, WordsLLM

@@ -9,7 +9,7 @@ import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from server.bench.harness import LiveServer
+from server.bench.inprocess import LiveServer
 from server.config import load_config
 from server.loading import Models
 from tests.fakes import ToneTTS, WordsLLM

@@ -15,7 +15,7 @@ import socketio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from server.bench.harness import LiveServer
+from server.bench.inprocess import LiveServer
 from server.config import load_config
 from server.loading import Models
 from server.transport import signals

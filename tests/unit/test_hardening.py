@@ -11,13 +11,14 @@ import pytest
 import socketio
 
 from server.bench.attacks import silent_socket
-from server.bench.harness import LiveServer, request, say, until_final, wait_for
+from server.bench.inprocess import LiveServer, request, say, until_final
 from server.config import load_config
 from server.keys import LIVE, SIGNALS
 from server.loading import Models
 from server.transport.signals import same_origin_or
 from tests.conftest import TOKEN
 from tests.fakes import ToneTTS, WordsLLM
+from tests.harness import wait_for
 
 
 async def post_in_pieces(srv, path: str, body: bytes, pause: float = 0.3) -> tuple[int, dict]:

@@ -8,7 +8,7 @@ import gc
 import re
 
 from server import heap
-from server.bench.harness import page_text
+from tests.harness import page_text
 
 
 def test_a_live_show_has_frozen_its_long_lived_objects_and_exports_each_pause(tone_server):

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from server.bench.harness import LiveServer, request, say, until_final
+from server.bench.inprocess import LiveServer, request, say, until_final
 from server.config import load_config
 from server.keys import BROADCAST, LIVE
 from server.loading import Models

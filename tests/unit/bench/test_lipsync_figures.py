@@ -68,7 +68,7 @@ def test_sound_without_quiet_before_it_is_no_onset():
 
 def test_the_goals_read_each_window_by_its_own_edges():
     from server.bench.lipsync_tables import goals
-    from server.host.hostdesk import EBU_R37, in_window
+    from server.media.syncwindows import EBU_R37, in_window
 
     centred = [-9.0, -4.0, 0.0, 3.0, 8.0] * 20
     assert goals(centred) == ["holds", "holds", "holds"]

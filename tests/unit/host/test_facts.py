@@ -13,12 +13,12 @@ from pathlib import Path
 import aiohttp_jinja2
 import pytest
 
-from server.bench.harness import page_text
 from server.config import Config
 from server.facts import page_facts
 from server.host import hostdesk
 from server.media import mediaclock
 from server.show import onsets, visemes
+from tests.harness import page_text
 
 NODE_FACTS = Path(__file__).resolve().parents[3] / "web" / "tests" / "facts.json"
 ELEMENT = re.compile(

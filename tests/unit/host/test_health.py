@@ -8,7 +8,7 @@ import time
 import aiohttp
 
 import server.app as app_module
-from server.bench.harness import LiveServer, request
+from server.bench.inprocess import LiveServer, request
 from server.config import load_config
 from server.loading import Models
 from tests.fakes import ToneTTS, WordsLLM

@@ -9,8 +9,9 @@ import json
 import pytest
 import socketio
 
-from server.bench.harness import page_text, request, say, until_final, wait_for
+from server.bench.inprocess import request, say, until_final
 from server.keys import LIVE, SIGNALS
+from tests.harness import page_text, wait_for
 
 
 async def viewer_chat(srv, text: str) -> tuple[socketio.AsyncClient, str]:

@@ -11,10 +11,11 @@ import pytest
 import socketio
 from prometheus_client.parser import text_string_to_metric_families
 
-from server.bench.harness import page_text, request, say, until_final, utterance, wait_for
+from server.bench.inprocess import request, say, until_final, utterance
 from server.keys import SIGNALS
 from server.show.utterances import CROSS_MODAL_VIEWERS, CrossModal, ViewerOnset
 from server.transport.signals import UTTERANCE_ONSETS_PER_REPORT
+from tests.harness import page_text, wait_for
 
 INF = float("inf")
 # per viewer: (heard − audio, picture − heard) in ms

@@ -7,9 +7,10 @@ import asyncio
 import aiohttp
 import numpy as np
 
-from server.bench.harness import request, say, until_final, utterance, wait_for
+from server.bench.inprocess import request, say, until_final, utterance
 from server.bench.viewer import PythonViewer
 from tests.alignment import measure
+from tests.harness import wait_for
 
 
 def test_viewer_hears_tones_exactly_where_the_visemes_say(tone_server):

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 from aiortc import RTCPeerConnection
 
-from server.bench.harness import LiveServer, request
+from server.bench.inprocess import LiveServer, request
 from server.config import WebRTCConfig, load_config
 from server.keys import PEERS
 from server.loading import Models

@@ -1,4 +1,5 @@
-"""Run a real Allnighter server in a background thread (its own event loop): tests, benches."""
+"""A real Allnighter server in a background thread (its own event loop), and the host calls a
+bench makes to it. The tests drive the same server; their own helpers are in tests/harness.py."""
 
 from __future__ import annotations
 
@@ -96,7 +97,7 @@ class LiveServer:
         return {"Authorization": f"Bearer {self.cfg.host_token}"}
 
 
-# ---- talking to a live server as a host would (tests and benches) ----
+# ---- talking to a live server as a host would ----
 
 
 async def request(
@@ -122,12 +123,6 @@ async def request(
         return r.status, await r.json()
 
 
-async def page_text(srv: Any, path: str) -> str:
-    """A GET's body as text (/metrics, the pages)."""
-    async with aiohttp.ClientSession() as http, http.get(srv.url + path) as r:
-        return await r.text()
-
-
 async def say(srv: Any, text: str, **extra: Any) -> tuple[int, dict]:
     return await request(srv, "POST", "/api/v1/say", {"text": text, **extra})
 
@@ -146,11 +141,3 @@ async def until_final(srv: Any, utt_id: str, timeout: float = 60.0, poll: float 
             return u
         await asyncio.sleep(poll)
     raise AssertionError(f"utterance {utt_id} did not finish")
-
-
-async def wait_for(predicate: Any, timeout: float = 20.0) -> None:
-    for _ in range(int(timeout / 0.05)):
-        if predicate():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("condition not met in time")
