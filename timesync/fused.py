@@ -2,11 +2,16 @@
 
 Time out = oscillator + applied offset. The Kalman filter estimates the reference's offset
 and drift from every accepted measurement; the applied offset follows that estimate at a
-bounded slew rate (default 500 ppm), so the time never jumps and never runs backwards — even
-when a source steps by a second at 2 a.m. (the filter gates the step out as an outlier). Only
-at start-up, before any time was handed out, may a large error be stepped away, and it is
-logged. Without measurements the filter's drift carries the clock (holdover), its error bound
-growing honestly with the time since the last one.
+bounded slew rate (default 500 ppm), so the time never jumps and never runs backwards. A
+reading far from the estimate (an NTP server that steps by a second at 2 a.m.) is gated out as
+an outlier. Where other sources still agree with the estimate, it stays out: they outvote it.
+Where it is the only source reporting, the clock cannot tell a glitch from a reference that
+moved for good, so it waits: after `follow_after` readings that agree with one another it takes
+their offset as the new estimate and slews there faster (`follow_slew_ppm`), as ntpd's spike
+detector and chrony's slewing do; meanwhile its error bound covers the outlying readings too, in
+case they are the truth. Only at start-up, before any time was handed out, may a large error be
+stepped away, and it is logged. Without measurements the filter's drift carries the clock
+(holdover), its error bound growing honestly with the time since the last one.
 
 Each reading's variance is its source's jitter as observed (a source's own error is a bound:
 NTP's, half the round trip, is several times its real spread), plus the worst case of the
@@ -49,6 +54,9 @@ class SourceState:
     pairs: int = 0  # successive readings compared so far
     interval: float = 0.0  # s, between this source's readings, smoothed
     accepted_at: float | None = None  # monotonic time of the last reading the filter took
+    followed: int = 0  # steps of this source the clock followed (it was the only one)
+    # outlying readings in a row while this source reported alone: (at, offset, variance, error)
+    _outlying: list[tuple[float, float, float, float]] = field(default_factory=list, repr=False)
     _recent: deque = field(default_factory=lambda: deque(maxlen=16), repr=False)
     _last: tuple[float, float] | None = field(default=None, repr=False)
 
@@ -111,6 +119,11 @@ class FusedClock:
     wall_at_start: float | None = None  # default: the system clock when the monotonic is read
     max_slew_ppm: float = 500.0
     step_limit: float = 0.128  # s: a start-up error beyond this is stepped, not slewed
+    # a lone source's outlying readings that agree, in a row, before the clock follows them
+    follow_after: int = 4
+    # the slew while catching up with a followed step: 1 s in under a minute, the time still
+    # running forward at 98 % of its rate (chrony's default ceiling is 83,333 ppm)
+    follow_slew_ppm: float = 20000.0
     filter: OffsetDriftFilter = field(default_factory=OffsetDriftFilter)
 
     def __post_init__(self) -> None:
@@ -129,6 +142,7 @@ class FusedClock:
         self._handed_out = False
         self._synced = False
         self._bias = 0.0  # s, a bound on the estimate's bias: its sources' mixed as it was
+        self._catching_up = False  # slewing at follow_slew_ppm toward a followed step
         self.sources: dict[str, SourceState] = {}
 
     # ---- reading the time -----------------------------------------------------------------
@@ -163,7 +177,14 @@ class FusedClock:
         if not self._synced:
             return float("inf")
         sigma2 = self.filter.predicted_offset_variance(mono - self._filter_at)
-        return 3 * max(sigma2, 0.0) ** 0.5 + self._bias + residual
+        bound = 3 * max(sigma2, 0.0) ** 0.5 + self._bias + residual
+        # a lone source's outlying readings may be the truth: until they are followed or
+        # disowned, the bound reaches them
+        for state in self.sources.values():
+            for at, offset, _, error in state._outlying:
+                seen = offset + self.filter.drift * (mono - at)
+                bound = max(bound, abs(seen - self._applied) + error)
+        return bound
 
     # ---- feeding measurements ---------------------------------------------------------------
     def ingest(self, m: Measurement, system_minus_oscillator: float = 0.0) -> bool:
@@ -186,6 +207,10 @@ class FusedClock:
         if not self._synced:
             self.filter.x[0] = offset
             self.filter.p[0, 0] = variance
+            # the prior's offset-drift covariance went with its offset: kept beside a variance
+            # this small, it left the matrix not positive (a negative variance two readings
+            # on, and every later reading gated out)
+            self.filter.p[0, 1] = self.filter.p[1, 0] = 0.0
             self._synced = True
             self._bias, state.weight = state.bias_bound, 1.0
             if not self._handed_out and abs(offset - self._applied) > self.step_limit:
@@ -203,6 +228,10 @@ class FusedClock:
         if accepted:
             state.accepted += 1
             state.accepted_at = m.at
+            state._outlying.clear()
+        elif self._alone(state, m.at) and self._outlies_again(state, m, offset, variance):
+            self._follow(state, m.at)
+            accepted = True
         else:
             state.rejected += 1
             log.warning("clock: %s reading %.6f s rejected as an outlier", m.source, offset)
@@ -215,6 +244,51 @@ class FusedClock:
         state.last_error, state.last_at = m.error, m.at
         state.rejected += 1
         state.weight = 0.0
+
+    # ---- a lone source that moved ------------------------------------------------------------
+    def _alone(self, state: SourceState, now: float) -> bool:
+        """Whether no other source has lately given a reading the filter took: then nothing
+        outvotes this one."""
+        return not any(s.current(now) for s in self.sources.values() if s is not state)
+
+    def _outlies_again(
+        self, state: SourceState, m: Measurement, offset: float, variance: float
+    ) -> bool:
+        """Remember an outlying reading of a lone source; True once `follow_after` of them in
+        a row agree with one another (within the filter's gate, the drift taken out). One that
+        disagrees with the first starts the run anew."""
+        run = state._outlying
+        if run:
+            at0, offset0, variance0, _ = run[0]
+            apart = offset - offset0 - self.filter.drift * (m.at - at0)
+            if apart * apart > self.filter.gate_sigmas**2 * (variance + variance0):
+                run.clear()
+        run.append((m.at, offset, variance, m.error))
+        return len(run) >= self.follow_after
+
+    def _follow(self, state: SourceState, now: float) -> None:
+        """Take a lone source's run of agreeing outlying readings as the new estimate (the
+        filter was just advanced to `now`), and catch up with it at `follow_slew_ppm`."""
+        run, drift = state._outlying, self.filter.drift
+        weights = [1 / v for _, _, v, _ in run]
+        offset = sum(
+            w * (o + drift * (now - at)) for w, (at, o, _, _) in zip(weights, run, strict=True)
+        ) / sum(weights)
+        moved = offset - self.filter.offset
+        self.filter.x[0] = offset
+        self.filter.p[0, 0] = 1 / sum(weights)
+        self.filter.p[0, 1] = self.filter.p[1, 0] = 0.0
+        self._bias = state.bias_bound
+        self._catching_up = True
+        state.weight, state.followed = 1.0, state.followed + 1
+        state.accepted += 1
+        state.accepted_at = now
+        run.clear()
+        log.warning(
+            "clock: %s moved %+.6f s and is the only source reporting: following it, slewing",
+            state.name,
+            moved,
+        )
 
     # ---- internals ---------------------------------------------------------------------------
     def _advance_filter(self, mono: float) -> None:
@@ -231,10 +305,13 @@ class FusedClock:
         if dt <= 0:
             return
         target = self._estimate(mono) if self._synced else self._applied
-        limit = self.max_slew_ppm * 1e-6 * dt
+        ppm = self.follow_slew_ppm if self._catching_up else self.max_slew_ppm
+        limit = ppm * 1e-6 * dt
         change = max(-limit, min(limit, target - self._applied))
         self._applied += change
         self._applied_at = mono
+        if self._catching_up and abs(target - self._applied) < limit:
+            self._catching_up = False  # caught up: back to the everyday slew
 
     def status(self) -> dict:
         """Sources, weights, offsets and the error bound: the GET /api/v1/time body."""
@@ -248,5 +325,6 @@ class FusedClock:
             "drift_ppm": self.filter.drift * 1e6,
             "error_bound_s": None if bound == float("inf") else bound,
             "max_slew_ppm": self.max_slew_ppm,
+            "catching_up": self._catching_up,  # slewing at follow_slew_ppm after a step
             "sources": [s.public() for s in self.sources.values()],
         }

@@ -39,10 +39,16 @@ class Reference:
     offset: float = 0.300
     drift: float = 20e-6  # a server crystal is off by tens of ppm
     wander: float = 1e-18  # s²/s³, random-walk frequency: ~1e-8 over a few minutes
+    # (s into the run, s): the reference itself moves for good then (a corrected server)
+    steps: Sequence[tuple[float, float]] = ()
+    elapsed: float = 0.0
 
     def advance(self, dt: float, rng: np.random.Generator) -> None:
         self.offset += self.drift * dt
         self.drift += rng.normal(0.0, (self.wander * dt) ** 0.5)
+        end = self.elapsed + dt
+        self.offset += sum(size for at, size in self.steps if self.elapsed < at <= end)
+        self.elapsed += dt
 
 
 @dataclass

@@ -33,7 +33,15 @@ import numpy as np
 from timesync.fused import FusedClock
 from timesync.instant import monotonic_and_system
 from timesync.measurement import TimeSource
-from timesync.simulate import SimNTP, SimPTP, SimSource, lost_from, percentiles, run
+from timesync.simulate import (
+    Reference,
+    SimNTP,
+    SimPTP,
+    SimSource,
+    lost_from,
+    percentiles,
+    run,
+)
 
 from .table import render
 
@@ -49,6 +57,7 @@ class Scenario:
     goal_p99: float  # s
     settled: str  # what came before the window, for the table
     holdover: bool = False
+    steps: tuple[tuple[float, float], ...] = ()  # (s, size s): the reference moves for good
 
 
 def scenarios(minutes: float) -> list[Scenario]:
@@ -82,6 +91,15 @@ def scenarios(minutes: float) -> list[Scenario]:
             "20 min of NTP",
             holdover=True,
         ),
+        Scenario(
+            "NTP only, the reference steps 1 s",
+            [SimNTP()],
+            1200 + 420,
+            1200 + 420 + span,
+            500e-6,
+            "20 min of NTP, the step, 7 min",
+            steps=((1200.0, 1.0),),
+        ),
     ]
 
 
@@ -97,7 +115,7 @@ def alone(singles: dict, name: str, holdover: bool) -> str:
 def simulated(minutes: float, seed: int) -> list[list[Any]]:
     rows = []
     for sc in scenarios(minutes):
-        trace = run(sc.sources, sc.end, seed=seed)
+        trace = run(sc.sources, sc.end, reference=Reference(steps=sc.steps), seed=seed)
         window = trace.window(sc.start, sc.end)
         err = trace.error[window]
         p50, p99 = percentiles(err)

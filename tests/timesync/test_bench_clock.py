@@ -13,6 +13,7 @@ ROWS = [
     "PTP lost, NTP carries",
     "60 s holdover after PTP",
     "60 s holdover after NTP only",
+    "NTP only, the reference steps 1 s",
 ]
 
 
@@ -24,7 +25,9 @@ def test_bench_clock_prints_every_simulated_scenario(capsys):
     for name, row in rows.items():
         assert 0 <= float(row["fused p50"]) <= float(row["fused p99"]), row
         assert row["backwards"] == "0", f"{name}: the fused time went backwards"
-        assert float(row["worst slew ppm"]) <= 500, row  # within the default limit
+        # within the default limit; catching up with a followed step, within its own
+        limit = 20000 if "steps" in name else 500
+        assert float(row["worst slew ppm"]) <= limit, row
     assert "skipped: live fixtures off" in out
 
 
