@@ -13,7 +13,7 @@ import queue
 import threading
 from collections.abc import AsyncGenerator, Callable, Iterator
 from concurrent.futures import Future
-from typing import Any, TypeVar, TypeVarTuple, Unpack, cast
+from typing import Any, TypeVar, TypeVarTuple, cast
 
 from models.device import lower_priority  # noqa: F401 (the benches take it from here too)
 from models.protocols import LLM, Messages, TokenPiece
@@ -63,22 +63,22 @@ class ModelThread:
 
     def _submit(
         self,
-        fn: Callable[[Unpack[Ts]], T],
-        *args: Unpack[Ts],
+        fn: Callable[[*Ts], T],
+        *args: *Ts,
         jobs: queue.SimpleQueue | None = None,
     ) -> Future[T]:
         done: Future[T] = Future()
         (jobs or self._jobs).put((fn, args, done))
         return done
 
-    def run_sync(self, fn: Callable[[Unpack[Ts]], T], *args: Unpack[Ts]) -> T:
+    def run_sync(self, fn: Callable[[*Ts], T], *args: *Ts) -> T:
         """Run on this thread and wait (from another thread, e.g. while loading models).
 
         A model built here starts its worker threads here, and they inherit the nice value.
         """
         return self._submit(fn, *args).result()
 
-    async def call(self, fn: Callable[[Unpack[Ts]], T], *args: Unpack[Ts]) -> T:
+    async def call(self, fn: Callable[[*Ts], T], *args: *Ts) -> T:
         done = asyncio.wrap_future(self._submit(fn, *args))
         try:
             # asyncio.timeout, not wait_for: wait_for returns the result of a call that ends
@@ -96,7 +96,7 @@ class ModelThread:
         log.error("%s: a call outlived its deadline; going on with a new thread", self.name)
 
     async def iterate(
-        self, make: Callable[[Unpack[Ts]], Iterator[T]], *args: Unpack[Ts]
+        self, make: Callable[[*Ts], Iterator[T]], *args: *Ts
     ) -> AsyncGenerator[T, None]:
         """Run a blocking iterator (a generator: it is closed when the iteration ends) on this
         thread, yielding its items to the loop one by one."""
