@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+
 import numpy as np
 
 from models.protocols import SpeechChunk
