@@ -18,9 +18,21 @@ from .config import Config
 from .facts import page_facts
 from .headers import security_headers
 from .host import api, hostdesk
-from .keys import BROADCAST, CONFIG, LIVE, MEDIA_CLOCK, METRICS, PEERS, SIGNALS, TIME, TIMELINE
+from .keys import (
+    BROADCAST,
+    CONFIG,
+    LIVE,
+    LOGBOOK,
+    MEDIA_CLOCK,
+    METRICS,
+    PEERS,
+    SIGNALS,
+    TIME,
+    TIMELINE,
+)
 from .live import Live
 from .loading import Models, load_models
+from .logbook import Logbook, default_path
 from .media.broadcast import Broadcast
 from .media.mediaclock import MediaClock
 from .media.timeline import SpeechTimeline
@@ -60,6 +72,8 @@ def build_app(
     )
     metrics.watch_clock(clock)  # the time status as gauges, read at each scrape
     poller = SourcePoller(clock, sources, tc.min_poll_s, tc.max_poll_s, tc.ptp_poll_s)
+    lb = cfg.logbook
+    app[LOGBOOK] = logbook = Logbook(lb.path or default_path(), lb.keep_utterances, lb.keep_chat)
     signals = Signals(
         cfg.chat,
         metrics,
@@ -67,6 +81,7 @@ def build_app(
         cfg.allowed_origins,
         replay=live.upcoming,  # a joining viewer hears of the speech still to come
         utterance_onset=live.viewer_onset,  # when a viewer heard and saw a line start
+        logbook=logbook,  # the chat the host picks from survives a restart
     )
     signals.sio.attach(app)
     app[SIGNALS] = signals
@@ -112,6 +127,7 @@ def build_app(
         await app[PEERS].close_all()
         await app[BROADCAST].stop()
         await app[SIGNALS].sio.shutdown()
+        app[LOGBOOK].close()
         heap.unsettle()
 
     app.on_startup.append(on_startup)
@@ -159,6 +175,7 @@ async def _bring_up(app: web.Application, models: Models | None) -> None:
         models.tts,
         feedback,
         app[TIME],
+        app[LOGBOOK],
     )
     stage.start()
     if feedback is not None:

@@ -132,6 +132,16 @@ class TimeConfig:
 
 
 @dataclass
+class LogbookConfig:
+    # the SQLite file that keeps accepted utterances and chat across restarts; empty: the
+    # user's state directory ($XDG_STATE_HOME, else ~/.local/state, /allnighter/logbook.sqlite);
+    # ":memory:" keeps nothing past the process
+    path: str = ""
+    keep_utterances: int = 10_000  # the newest finished utterances kept (unfinished: all)
+    keep_chat: int = 2_000
+
+
+@dataclass
 class Config:
     host: str = "127.0.0.1"
     port: int = 8080
@@ -143,6 +153,7 @@ class Config:
     feedback: FeedbackConfig = field(default_factory=FeedbackConfig)
     webrtc: WebRTCConfig = field(default_factory=WebRTCConfig)
     time: TimeConfig = field(default_factory=TimeConfig)
+    logbook: LogbookConfig = field(default_factory=LogbookConfig)
     # pages of other sites that may open the stage's socket (to embed it): "https://host[:port]"
     # each; the stage's own origin always may, any other may not
     allowed_origins: list[str] = field(default_factory=list)
@@ -230,6 +241,13 @@ def load_config(path: str | Path | None = None, env: dict[str, str] | None = Non
         n = getattr(w, name)
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"webrtc.{name} must be a whole number of at least 1, not {n!r}")
+    lb = cfg.logbook
+    if not isinstance(lb.path, str):
+        raise ValueError(f"logbook.path must be a string, not {lb.path!r}")
+    for name in ("keep_utterances", "keep_chat"):
+        n = getattr(lb, name)
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"logbook.{name} must be a whole number of at least 1, not {n!r}")
     for origin in cfg.allowed_origins:
         if not isinstance(origin, str) or not ORIGIN.fullmatch(origin):
             raise ValueError(f'allowed_origins holds "scheme://host[:port]" each, not {origin!r}')

@@ -8,6 +8,7 @@ from timesync.fused import FusedClock
 
 from .config import Config
 from .live import Live
+from .logbook import Logbook
 from .media.broadcast import Broadcast
 from .media.mediaclock import MediaClock
 from .media.timeline import SpeechTimeline
@@ -20,6 +21,7 @@ METRICS = web.AppKey("metrics", Metrics)
 TIME = web.AppKey("time", FusedClock)  # the fused clock every timestamp is read from
 SIGNALS = web.AppKey("signals", Signals)
 LIVE = web.AppKey("live", Live)
+LOGBOOK = web.AppKey("logbook", Logbook)  # accepted utterances and chat, kept across restarts
 # set when the app starts (they run on its loop)
 MEDIA_CLOCK = web.AppKey("media_clock", MediaClock)
 TIMELINE = web.AppKey("timeline", SpeechTimeline)

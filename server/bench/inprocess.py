@@ -17,6 +17,7 @@ from aiohttp import web
 from server.app import build_app
 from server.config import Config
 from server.loading import Models
+from server.logbook import IN_MEMORY
 
 from ..keys import LIVE, SIGNALS
 
@@ -33,6 +34,8 @@ class LiveServer:
     def __init__(self, cfg: Config, models: Models | None = None, port: int | None = None) -> None:
         self.cfg = cfg
         self.cfg.port = port or free_port()
+        # a test's or a bench's server takes up nothing another one left, unless told where
+        self.cfg.logbook.path = self.cfg.logbook.path or IN_MEMORY
         self.url = f"http://127.0.0.1:{self.cfg.port}"
         self.models = models
         self.loop = asyncio.new_event_loop()

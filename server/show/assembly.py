@@ -7,6 +7,7 @@ from models.protocols import LLM, TTS
 from timesync.fused import FusedClock
 
 from ..config import Config
+from ..logbook import Logbook
 from ..media.broadcast import Broadcast
 from ..media.mediaclock import MediaClock
 from ..media.timeline import SpeechTimeline
@@ -23,6 +24,7 @@ from .speaking import Speaking
 from .speech import SpeechFirst
 from .stage import Stage
 from .stamps import Stamps
+from .utterances import Outcomes
 
 
 def assemble(
@@ -36,6 +38,7 @@ def assemble(
     tts: TTS,
     feedback: SpeechFeedback | None = None,
     fused: FusedClock | None = None,
+    logbook: Logbook | None = None,
 ) -> Stage:
     stamps = Stamps(clock, fused if fused is not None else FusedClock())
     gate = SpeechFirst()  # the LLM yields the CPU to speech
@@ -56,6 +59,10 @@ def assemble(
         gate,
         cfg.stage.tts_buffer_phrases,
     )
-    playout = Playout(metrics, announcer)
+    outcomes = Outcomes(metrics, logbook)
+    playout = Playout(metrics, outcomes, announcer)
     broadcast.observe(playout.frame)
-    return Stage(pipeline, playout, broadcast, timeline, cfg.stage, metrics, emit)
+    stage = Stage(pipeline, playout, broadcast, timeline, cfg.stage, metrics, outcomes, emit)
+    if logbook is not None:  # what a restart left, taken up before the worker starts
+        stage.resume(logbook.unfinished(), logbook.finished(cfg.stage.history), cfg.role)
+    return stage

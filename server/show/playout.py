@@ -7,12 +7,12 @@ from __future__ import annotations
 from ..media.broadcast import EmittedFrame
 from ..metrics import Metrics
 from .announcing import Announcer
-from .utterances import Utterance, UtteranceState, finish
+from .utterances import Outcomes, Utterance, UtteranceState
 
 
 class Playout:
-    def __init__(self, metrics: Metrics, announcer: Announcer) -> None:
-        self.metrics, self.announcer = metrics, announcer
+    def __init__(self, metrics: Metrics, outcomes: Outcomes, announcer: Announcer) -> None:
+        self.metrics, self.outcomes, self.announcer = metrics, outcomes, announcer
         self.speaking: Utterance | None = None  # being performed (the stage sets it)
         self.playing: dict[str, Utterance] = {}  # fully placed, still being broadcast
 
@@ -24,10 +24,9 @@ class Playout:
     def performed(self, utt: Utterance, write_head: int) -> None:
         """`utt` is placed to its end: done once played, failed if nothing was spoken."""
         if utt.end_sample is None:  # nothing was spoken (an empty LLM reply)
-            utt.error = "nothing to speak"
-            finish(utt, UtteranceState.FAILED, self.metrics)
+            self.outcomes.finish(utt, UtteranceState.FAILED, "nothing to speak")
         elif utt.end_sample <= write_head:
-            finish(utt, UtteranceState.DONE, self.metrics)
+            self.outcomes.finish(utt, UtteranceState.DONE)
         else:
             self.playing[utt.id] = utt
 
@@ -36,7 +35,7 @@ class Playout:
         stopped = [u for u in self.playing.values() if role is None or u.role == role]
         for utt in stopped:
             del self.playing[utt.id]
-            finish(utt, UtteranceState.INTERRUPTED, self.metrics)
+            self.outcomes.finish(utt, UtteranceState.INTERRUPTED)
         return stopped
 
     def frame(self, frame: EmittedFrame) -> None:
@@ -50,9 +49,10 @@ class Playout:
                     self.metrics.text_to_first_audio.labels(utt.mode).observe(
                         frame.left_at - utt.accepted_at
                     )
+                    self.outcomes.on_air(utt)
         end = frame.start + frame.samples
         for utt in list(self.playing.values()):
             if utt.end_sample is not None and utt.end_sample <= end:
                 self.playing.pop(utt.id, None)
-                finish(utt, UtteranceState.DONE, self.metrics)
+                self.outcomes.finish(utt, UtteranceState.DONE)
         self.announcer.forget_played(end)

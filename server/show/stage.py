@@ -1,5 +1,7 @@
 """The stage: utterances wait in a bounded queue and are performed one after another; an
-interrupt stops a role's speech (or all of it) at the write head, everywhere at once."""
+interrupt stops a role's speech (or all of it) at the write head, everywhere at once. After a
+restart it takes up what the logbook says was left: the queued are spoken, the one that was
+being spoken is reported failed."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from ..config import RoleConfig, StageConfig
@@ -17,7 +20,13 @@ from ..tasks import cancel_and_wait, supervised
 from .announcing import Emit
 from .pipeline import Pipeline
 from .playout import Playout
-from .utterances import FINAL_STATES, Utterance, UtteranceQueue, UtteranceState, finish
+from .utterances import (
+    Outcomes,
+    QueueFull,
+    Utterance,
+    UtteranceQueue,
+    UtteranceState,
+)
 
 log = logging.getLogger(__name__)
 
@@ -31,13 +40,15 @@ class Stage:
         timeline: SpeechTimeline,
         stage: StageConfig,
         metrics: Metrics,
+        outcomes: Outcomes,
         emit: Emit,
     ) -> None:
         self.pipeline, self.playout = pipeline, playout
         self.broadcast, self.timeline = broadcast, timeline
-        self.metrics, self.emit = metrics, emit
+        self.metrics, self.outcomes, self.emit = metrics, outcomes, emit
         self.queue = UtteranceQueue(stage.queue_size)
         self.history: deque[Utterance] = deque(maxlen=stage.history)
+        self.before_restart: list[dict] = []  # the records of utterances finished before it
         self._current_task: asyncio.Task | None = None
         self._worker: asyncio.Task | None = None
 
@@ -50,9 +61,43 @@ class Stage:
         """Accept an utterance or raise QueueFull; accepted ones are never dropped silently."""
         utt = Utterance(text=text, role=character.name, mode=mode, character=character)
         self.queue.put(utt)
+        self.outcomes.accepted(utt)  # written down before the host hears it was accepted
         self.metrics.queue_depth.set(len(self.queue))
         self.history.append(utt)
         return utt
+
+    def resume(
+        self,
+        unfinished: list[dict],
+        finished: list[dict],
+        role_of: Callable[[str], RoleConfig | None],
+    ) -> None:
+        """Take up what the logbook kept from before a restart, before the worker starts:
+        `unfinished` (its rows, in the order accepted) and the records of the last `finished`.
+        What no viewer heard is spoken from its start; what was on the air, or in the works
+        at the restart before too, is reported failed (server/logbook.py says why)."""
+        self.before_restart = finished
+        for row in unfinished:
+            character = role_of(row["role"])
+            utt = Utterance(row["text"], row["role"], row["mode"], id=row["id"])
+            utt.character = character or utt.character
+            self.history.append(utt)
+            if row["state"] == "on_air":
+                why = "the server stopped while it was being spoken"
+            elif row["state"] != "queued" and row["restarts"] >= 1:
+                why = "it was in the works at two restarts in a row (it may be what stops them)"
+            elif character is None:
+                why = f"its role {row['role']!r} is gone after a restart"
+            else:
+                try:
+                    self.queue.put(utt)
+                    if row["state"] != "queued":
+                        self.outcomes.requeued(utt)
+                    continue
+                except QueueFull:
+                    why = "the queue was full after a restart"
+            self.outcomes.finish(utt, UtteranceState.FAILED, why)
+        self.metrics.queue_depth.set(len(self.queue))
 
     async def interrupt(self, role: str | None) -> int:
         """Stop speech of `role` (all when None) at the write head; returns that sample."""
@@ -60,7 +105,7 @@ class Stage:
         self.timeline.cut(at, role)
         stopped: list[str] = []
         for utt in self.queue.remove_role(role):
-            finish(utt, UtteranceState.INTERRUPTED, self.metrics)
+            self.outcomes.finish(utt, UtteranceState.INTERRUPTED)
             stopped.append(utt.id)
         stopped += [utt.id for utt in self.playout.stop(role)]
         cur = self.current
@@ -104,21 +149,20 @@ class Stage:
             utt = await self.queue.get()
             self.metrics.queue_depth.set(len(self.queue))
             self.playout.speaking = utt
-            utt.state = UtteranceState.SPEAKING
+            self.outcomes.speaking(utt)
             self._current_task = asyncio.get_running_loop().create_task(
                 self._perform(utt), name=f"utterance-{utt.id}"
             )
             try:
                 await self._current_task
             except asyncio.CancelledError:
-                if utt.state not in FINAL_STATES:
-                    finish(utt, UtteranceState.INTERRUPTED, self.metrics)
                 if self._worker is not None and self._worker.cancelling():
+                    # the show stops: its logbook row stays unfinished, for the next start
                     raise
+                self.outcomes.finish(utt, UtteranceState.INTERRUPTED)  # by a host
             except Exception as exc:
                 log.exception("utterance %s failed", utt.id)
-                utt.error = f"{type(exc).__name__}: {exc}"
-                finish(utt, UtteranceState.FAILED, self.metrics)
+                self.outcomes.finish(utt, UtteranceState.FAILED, f"{type(exc).__name__}: {exc}")
             finally:
                 self.playout.speaking = None
                 self._current_task = None
@@ -146,5 +190,5 @@ class Stage:
         return {
             "queue": [u.to_json() for u in self.queue.waiting()],
             "current": self.current.to_json() if self.current else None,
-            "recent": [u.to_json() for u in list(self.history)[-20:]],
+            "recent": (self.before_restart + [u.to_json() for u in self.history])[-20:],
         }

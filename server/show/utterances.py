@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from ..config import RoleConfig
+from ..logbook import Logbook
 from ..metrics import Metrics
 
 
@@ -144,12 +145,42 @@ class Utterance:
         }
 
 
-def finish(utt: Utterance, state: UtteranceState, metrics: Metrics) -> None:
-    """The utterance's outcome, counted once: done, interrupted or failed."""
-    if utt.state in FINAL_STATES:
-        return
-    utt.state = state
-    metrics.utterances.labels(str(state)).inc()
+class Outcomes:
+    """An utterance's life as told outside it: its outcome counted once in the metrics, and
+    each step written in the logbook (server/logbook.py), so that a restart loses nothing."""
+
+    def __init__(self, metrics: Metrics, logbook: Logbook | None = None) -> None:
+        self.metrics, self.logbook = metrics, logbook
+
+    def accepted(self, utt: Utterance) -> None:
+        if self.logbook is not None:
+            self.logbook.accepted(utt.id, utt.role, utt.mode, utt.text, time.time() * 1000)
+
+    def speaking(self, utt: Utterance) -> None:
+        utt.state = UtteranceState.SPEAKING
+        if self.logbook is not None:
+            self.logbook.changed(utt.id, str(utt.state))
+
+    def on_air(self, utt: Utterance) -> None:
+        """Its first sound left for the viewers: after a restart it is not spoken again."""
+        if self.logbook is not None:
+            self.logbook.changed(utt.id, "on_air")
+
+    def requeued(self, utt: Utterance) -> None:
+        """Taken up again after a restart: no viewer had heard it."""
+        if self.logbook is not None:
+            self.logbook.requeued(utt.id)
+
+    def finish(self, utt: Utterance, state: UtteranceState, error: str | None = None) -> None:
+        """Done, interrupted or failed (with why), once: a later outcome is not counted."""
+        if utt.state in FINAL_STATES:
+            return
+        utt.state = state
+        if error is not None:
+            utt.error = error
+        self.metrics.utterances.labels(str(state)).inc()
+        if self.logbook is not None:
+            self.logbook.changed(utt.id, str(state), utt.to_json())
 
 
 class QueueFull(Exception):

@@ -19,6 +19,7 @@ import socketio
 from timesync.fused import FusedClock
 
 from ..config import ChatConfig
+from ..logbook import Logbook
 from ..metrics import Metrics
 from .ratelimit import PerAddress, RateLimit
 
@@ -79,6 +80,7 @@ class Signals:
         allowed_origins: list[str],
         replay: Callable[[], list[tuple[str, dict]]] = list,
         utterance_onset: Callable[[str, dict], None] = lambda sid, onset: None,
+        logbook: Logbook | None = None,
     ) -> None:
         self.sio = socketio.AsyncServer(
             async_mode="aiohttp",
@@ -98,7 +100,12 @@ class Signals:
         self.onsets: dict[str, deque[float]] = {}  # each viewer's latest lip-sync offsets (ms)
         # the last viewer chat messages {"id", "from", "text", "time" (ms, fused clock)}: the
         # host picks from them which ones a character answers
-        self.recent_chat: deque[dict] = deque(maxlen=RECENT_CHAT)
+        # host picks from them which ones a character answers; kept in the logbook, so a
+        # restart keeps them too
+        self.logbook = logbook
+        self.recent_chat: deque[dict] = deque(
+            logbook.recent_chat(RECENT_CHAT) if logbook is not None else (), maxlen=RECENT_CHAT
+        )
         # events of speech still to come, for viewers who join now
         self.upcoming = replay
         # a viewer's (sid) record of when it heard and saw an utterance's first voiced
@@ -170,7 +177,10 @@ class Signals:
             self.metrics.rejected.labels("chat_rate").inc()
             return too_fast
         msg = {"from": f"viewer-{sid[:6]}", "text": text, "id": uuid.uuid4().hex[:12]}
-        self.recent_chat.append({**msg, "time": round(self.clock.now_ms())})
+        kept = {**msg, "time": round(self.clock.now_ms())}
+        self.recent_chat.append(kept)
+        if self.logbook is not None:
+            self.logbook.chat(kept)
         await self.sio.emit("chat", msg)
         return {"ok": True, "id": msg["id"]}
 
