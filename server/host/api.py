@@ -10,9 +10,11 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from ..config import RoleConfig
 from ..keys import BROADCAST, CONFIG, LIVE, MEDIA_CLOCK, METRICS, PEERS, TIME
 from ..media.mediaclock import SAMPLE_RATE
-from ..show.utterances import QueueFull
+from ..show.stage import Stage
+from ..show.utterances import QueueFull, Utterance
 from ..transport.peers import OfferError
 
 MODES = ("verbatim", "chat")
@@ -76,7 +78,7 @@ def require_host(request: web.Request) -> None:
         raise ApiError(401, "missing or wrong host token")
 
 
-def _stage(request: web.Request) -> Any:
+def _stage(request: web.Request) -> Stage:
     stage = request.app[LIVE].stage
     if stage is None:
         raise ApiError(503, "models are still loading")
@@ -102,7 +104,7 @@ async def say(request: web.Request) -> web.Response:
     return json_response({"utterance_id": utt.id}, status=202)
 
 
-def role_from(request: web.Request, body: dict) -> Any:
+def role_from(request: web.Request, body: dict) -> RoleConfig:
     """The role a body names (the first one when it names none); 400 or 404 otherwise."""
     role_name = body.get("role")
     if role_name is not None and not isinstance(role_name, str):
@@ -113,7 +115,7 @@ def role_from(request: web.Request, body: dict) -> Any:
     return role
 
 
-def submit(request: web.Request, text: str, role: Any, mode: str) -> Any:
+def submit(request: web.Request, text: str, role: RoleConfig, mode: str) -> Utterance:
     """Hand an utterance to the stage: 503 while loading, 429 when its queue is full."""
     stage = _stage(request)
     try:
