@@ -24,6 +24,7 @@ from .keys import (
     LIVE,
     LOGBOOK,
     MEDIA_CLOCK,
+    MEMORY,
     METRICS,
     PEERS,
     SIGNALS,
@@ -36,6 +37,7 @@ from .logbook import Logbook, default_path
 from .media.broadcast import Broadcast
 from .media.mediaclock import MediaClock
 from .media.timeline import SpeechTimeline
+from .memorywatch import MemoryWatch
 from .metrics import Metrics
 from .show.assembly import assemble
 from .show.feedback import SpeechFeedback
@@ -44,6 +46,7 @@ from .tasks import cancel_and_wait
 from .transport import rtp
 from .transport.peers import ViewerPeers
 from .transport.signals import Signals
+from .webhook import Webhook
 
 log = logging.getLogger(__name__)
 WEB_DIR = Path(__file__).resolve().parent.parent / "web"
@@ -99,6 +102,9 @@ def build_app(
 
     background: list[asyncio.Task] = []
     watch = StallWatch()
+    app[MEMORY] = memory = MemoryWatch(
+        metrics, metrics.anomalies, cfg.alerts.rss_alert_mb * 1024 * 1024 or None
+    )
 
     async def on_startup(app: web.Application) -> None:
         media = MediaClock(rate_ppm=cfg.stage.clock_skew_ppm)
@@ -114,7 +120,12 @@ def build_app(
             loop.create_task(_watch_loop_lag(metrics, watch), name="loop-lag"),
             loop.create_task(poller.run(), name="timesync"),
             loop.create_task(heap.hand_back_every(), name="hand-back"),
+            loop.create_task(memory.run(), name="memory"),
         ]
+        if cfg.alerts.webhook_url:
+            webhook = Webhook(cfg.alerts.webhook_url)
+            metrics.anomalies.listeners.append(webhook.alert)
+            background.append(loop.create_task(webhook.run(), name="webhook"))
 
     async def on_cleanup(app: web.Application) -> None:
         await cancel_and_wait(*background)
@@ -192,7 +203,9 @@ async def _watch_loop_lag(metrics: Metrics, watch: StallWatch, period: float = 0
         t = time.monotonic()
         await asyncio.sleep(period)
         watch.beat()
-        metrics.loop_lag.observe(max(0.0, time.monotonic() - t - period))
+        lag = max(0.0, time.monotonic() - t - period)
+        metrics.loop_lag.observe(lag)
+        metrics.anomalies.observe("loop_lag", lag)
 
 
 # The browser's npm packages, served to the import map in the pages; only these folders.

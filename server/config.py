@@ -142,6 +142,14 @@ class LogbookConfig:
 
 
 @dataclass
+class AlertsConfig:
+    # each alert (server/anomalies.py) is also POSTed here as JSON; empty: none
+    webhook_url: str = ""
+    # resident memory (MB) past which an alert is raised; 0: three quarters of the machine's
+    rss_alert_mb: int = 0
+
+
+@dataclass
 class Config:
     host: str = "127.0.0.1"
     port: int = 8080
@@ -154,6 +162,7 @@ class Config:
     webrtc: WebRTCConfig = field(default_factory=WebRTCConfig)
     time: TimeConfig = field(default_factory=TimeConfig)
     logbook: LogbookConfig = field(default_factory=LogbookConfig)
+    alerts: AlertsConfig = field(default_factory=AlertsConfig)
     # pages of other sites that may open the stage's socket (to embed it): "https://host[:port]"
     # each; the stage's own origin always may, any other may not
     allowed_origins: list[str] = field(default_factory=list)
@@ -248,6 +257,13 @@ def load_config(path: str | Path | None = None, env: dict[str, str] | None = Non
         n = getattr(lb, name)
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"logbook.{name} must be a whole number of at least 1, not {n!r}")
+    al = cfg.alerts
+    if not isinstance(al.webhook_url, str) or (
+        al.webhook_url and not re.fullmatch(r"https?://\S+", al.webhook_url)
+    ):
+        raise ValueError(f"alerts.webhook_url must be an http(s) URL, not {al.webhook_url!r}")
+    if isinstance(al.rss_alert_mb, bool) or not isinstance(al.rss_alert_mb, int):
+        raise ValueError(f"alerts.rss_alert_mb must be a whole number, not {al.rss_alert_mb!r}")
     for origin in cfg.allowed_origins:
         if not isinstance(origin, str) or not ORIGIN.fullmatch(origin):
             raise ValueError(f'allowed_origins holds "scheme://host[:port]" each, not {origin!r}')

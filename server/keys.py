@@ -12,6 +12,7 @@ from .logbook import Logbook
 from .media.broadcast import Broadcast
 from .media.mediaclock import MediaClock
 from .media.timeline import SpeechTimeline
+from .memorywatch import MemoryWatch
 from .metrics import Metrics
 from .transport.peers import ViewerPeers
 from .transport.signals import Signals
@@ -21,6 +22,7 @@ METRICS = web.AppKey("metrics", Metrics)
 TIME = web.AppKey("time", FusedClock)  # the fused clock every timestamp is read from
 SIGNALS = web.AppKey("signals", Signals)
 LIVE = web.AppKey("live", Live)
+MEMORY = web.AppKey("memory", MemoryWatch)  # resident and GPU memory, sampled
 LOGBOOK = web.AppKey("logbook", Logbook)  # accepted utterances and chat, kept across restarts
 # set when the app starts (they run on its loop)
 MEDIA_CLOCK = web.AppKey("media_clock", MediaClock)

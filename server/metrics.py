@@ -11,6 +11,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.utils import floatToGoString
 
+from .anomalies import Anomalies
+
 LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10)
 FINE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.2, 0.5, 1)
 # picture − sound (ms): the edges of ATSC IS-191 (+45/−15 for sound behind/ahead, here the
@@ -160,6 +162,31 @@ class Metrics:
             "allnighter_viseme_correction_seconds",
             "How much later than Piper's alignments visemes are planned (ASR feedback)",
             registry=r,
+        )
+        self.process_rss = Gauge(
+            "allnighter_process_resident_bytes", "The server's resident memory", registry=r
+        )
+        self.gpu_memory = Gauge(
+            "allnighter_gpu_memory_bytes",
+            "The CUDA caching allocator's memory (allocated, reserved)",
+            ["kind"],
+            registry=r,
+        )
+        self.gpu_fragmentation = Gauge(
+            "allnighter_gpu_fragmentation",
+            "1 - largest free block / total free in the CUDA allocator (healthy under 0.35)",
+            registry=r,
+        )
+        self.anomalies_raised = Counter(
+            "allnighter_anomalies",
+            "Alerts: a latency over 1.8x its rolling p99 and 200 ms, or memory over its line",
+            ["series"],
+            registry=r,
+        )
+        # every latency the night watches goes through here as well as to its histogram
+        self.anomalies = Anomalies()
+        self.anomalies.listeners.append(
+            lambda alert: self.anomalies_raised.labels(alert.series).inc()
         )
 
     def watch_clock(self, clock: Any) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ..keys import BROADCAST, CONFIG, LIVE, PEERS, SIGNALS
+from ..keys import BROADCAST, CONFIG, LIVE, MEMORY, METRICS, PEERS, SIGNALS
 from ..media.mediaclock import SAMPLE_RATE
 from ..media.syncwindows import ATSC, EBU_R37, in_window
 from ..show.utterances import rounded_median
@@ -78,6 +78,9 @@ async def show(request: web.Request) -> web.Response:
             "chat": chat,
             "health": health,
             "roles": [r.name for r in app[CONFIG].roles],
+            # the night's alerts, oldest first; and memory as last sampled (bytes, shares)
+            "alerts": [a.to_json() for a in app[METRICS].anomalies.recent],
+            "memory": app[MEMORY].last,
         }
     )
 

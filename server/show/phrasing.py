@@ -89,7 +89,9 @@ class Phrasing:
             async with contextlib.aclosing(stream) as pieces:
                 async for piece in pieces:
                     if piece.index == 0:
-                        self.metrics.llm_ttft.observe(piece.decoded_at - started)
+                        ttft = piece.decoded_at - started
+                        self.metrics.llm_ttft.observe(ttft)
+                        self.metrics.anomalies.observe("llm_first_token", ttft)
                     if piece.decode_s is not None:
                         # Δt ≤ N·Δa: text must keep pace with the audio it becomes (pauses
                         # the speech-first gate makes between tokens are not decoding)

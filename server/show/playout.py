@@ -46,9 +46,9 @@ class Playout:
                 if utt is not None and utt.first_audio_at is None:
                     utt.first_audio_at = frame.left_at
                     utt.first_audio_sample = frame.start
-                    self.metrics.text_to_first_audio.labels(utt.mode).observe(
-                        frame.left_at - utt.accepted_at
-                    )
+                    ttfa = frame.left_at - utt.accepted_at
+                    self.metrics.text_to_first_audio.labels(utt.mode).observe(ttfa)
+                    self.metrics.anomalies.observe("text_to_first_audio", ttfa)
                     self.outcomes.on_air(utt)
         end = frame.start + frame.samples
         for utt in list(self.playing.values()):

@@ -66,7 +66,9 @@ class Speaking:
         async with contextlib.aclosing(stream) as chunks:
             async for text, chunk, part in chunks:
                 if first:
-                    self.metrics.tts_ttfa.observe(time.perf_counter() - started)
+                    ttfa = time.perf_counter() - started
+                    self.metrics.tts_ttfa.observe(ttfa)
+                    self.metrics.anomalies.observe("tts_first_audio", ttfa)
                     first = False
                 if utt.first_chunk_at is None:
                     utt.first_chunk_at = time.monotonic()

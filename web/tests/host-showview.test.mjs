@@ -174,3 +174,25 @@ test("an answer not of the show's shape throws (the poll says so and goes on)", 
   assert.throws(() => describeShow({ recent: 5, queue: 1 }, FACTS), TypeError);
   assert.throws(() => describeShow({ viewers: {} }, FACTS), TypeError);
 });
+
+test("the night's alerts: newest first, each in its unit, against what it was over", () => {
+  const alerts = [
+    { series: "loop_lag", value: 1012.4, baseline: 4.2, unit: "ms", at_ms: 1000 },
+    { series: "rss", value: 3 * 2 ** 30, baseline: 2 * 2 ** 30, unit: "bytes", at_ms: 2000 },
+    { series: "gpu_fragmentation", value: 0.41, baseline: 0.35, unit: "share", at_ms: 3000 },
+    { series: "something_new", value: 250, baseline: 100, unit: "ms", at_ms: 4000 },
+  ];
+  const shown = describeShow(show({ alerts }), FACTS).alerts;
+  assert.deepEqual(
+    shown.map((a) => [a.what, a.figure]),
+    [
+      ["something_new", "250 ms, over its p99 of the last minutes (100 ms)"],
+      ["GPU fragmentation", "41 %, over its line (35 %)"],
+      ["Server memory", "3072 MB, over its line (2048 MB)"],
+      ["Event loop lag", "1012 ms, over its p99 of the last minutes (4 ms)"],
+    ],
+  );
+  assert.equal(new Set(shown.map((a) => a.id)).size, 4);
+  // an answer from a server without alerts shows none
+  assert.deepEqual(describeShow(show(), FACTS).alerts, []);
+});

@@ -30,6 +30,20 @@ export function renderView(view, answer) {
   renderSpeechCheck(view.speechCheck);
   const makeChat = (m) => chatItem(m, answer);
   syncList($("chat-list"), view.chat, makeChat, updateChat, $("chat-empty"));
+  syncList($("alerts"), view.alerts, makeAlert, updateAlert, $("alerts-empty"));
+}
+
+// ---- alerts ---------------------------------------------------------------------------------
+function makeAlert() {
+  const head = el("div", { class: "utt-head" }, el("span", { class: "who" }), el("span", { class: "ttfa" }));
+  return el("li", { class: "utt alert" }, head, el("p", { class: "utt-text" }));
+}
+
+function updateAlert(li, a) {
+  const [what, time] = li.firstChild.children;
+  setText(what, a.what);
+  setText(time, a.time);
+  setText(li.children[1], a.figure);
 }
 
 // ---- utterances -----------------------------------------------------------------------------

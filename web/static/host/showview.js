@@ -24,6 +24,7 @@ export function describeShow(show, facts) {
     viewers: viewers(v, facts.sync_windows),
     speechCheck: speechCheck(show.speech_check, facts.sync_windows),
     chat: [...show.chat].reverse().map(chatMessage),
+    alerts: [...(show.alerts || [])].reverse().map(alertItem),
   };
 }
 
@@ -138,6 +139,33 @@ export function speechCheck(c, windows) {
     heard: `heard: ${f.heard || "(nothing)"} · WER ${f.wer.toFixed(2)}`,
   }));
   return { state: c ? `${c.checked} checked · ${c.skipped} skipped` : "off", figs, flagged };
+}
+
+const SERIES = {
+  text_to_first_audio: "Text → audio",
+  llm_first_token: "LLM first token",
+  tts_first_audio: "TTS first audio",
+  loop_lag: "Event loop lag",
+  rss: "Server memory",
+  gpu_fragmentation: "GPU fragmentation",
+};
+
+// a figure of an alert in its unit: a latency in ms, memory in MB, a share in per cent
+function alertFigure(x, unit) {
+  if (unit === "ms") return ms(x);
+  if (unit === "bytes") return `${(x / 2 ** 20).toFixed(0)} MB`;
+  return share(x);
+}
+
+/** An alert of the night (server/anomalies.py): what, how far over, when. */
+export function alertItem(a) {
+  const over = a.unit === "ms" ? "its p99 of the last minutes" : "its line";
+  return {
+    id: `${a.series}@${a.at_ms}`,
+    what: SERIES[a.series] || a.series,
+    figure: `${alertFigure(a.value, a.unit)}, over ${over} (${alertFigure(a.baseline, a.unit)})`,
+    time: timeOfDay(a.at_ms),
+  };
 }
 
 /** A viewer's chat message. */
