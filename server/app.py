@@ -14,7 +14,8 @@ import jinja2
 from aiohttp import web
 
 from . import heap
-from .config import Config
+from .cache import Cache, RedisStore, SQLiteStore, Store
+from .config import Config, state_path
 from .facts import page_facts
 from .headers import security_headers
 from .host import api, hostdesk
@@ -33,7 +34,7 @@ from .keys import (
 )
 from .live import Live
 from .loading import Models, load_models
-from .logbook import Logbook, default_path
+from .logbook import Logbook
 from .media.broadcast import Broadcast
 from .media.mediaclock import MediaClock
 from .media.timeline import SpeechTimeline
@@ -41,6 +42,7 @@ from .memorywatch import MemoryWatch
 from .metrics import Metrics
 from .show.assembly import assemble
 from .show.feedback import SpeechFeedback
+from .show.speechcache import SpeechCache
 from .stalls import StallWatch
 from .tasks import cancel_and_wait
 from .transport import rtp
@@ -76,7 +78,8 @@ def build_app(
     metrics.watch_clock(clock)  # the time status as gauges, read at each scrape
     poller = SourcePoller(clock, sources, tc.min_poll_s, tc.max_poll_s, tc.ptp_poll_s)
     lb = cfg.logbook
-    app[LOGBOOK] = logbook = Logbook(lb.path or default_path(), lb.keep_utterances, lb.keep_chat)
+    path = lb.path or state_path("logbook.sqlite")
+    app[LOGBOOK] = logbook = Logbook(path, lb.keep_utterances, lb.keep_chat)
     signals = Signals(
         cfg.chat,
         metrics,
@@ -187,6 +190,7 @@ async def _bring_up(app: web.Application, models: Models | None) -> None:
         feedback,
         app[TIME],
         app[LOGBOOK],
+        speech_cache(cfg, app[METRICS]),
     )
     stage.start()
     if feedback is not None:
@@ -194,6 +198,19 @@ async def _bring_up(app: web.Application, models: Models | None) -> None:
     app[LIVE].stage = stage
     heap.settle(app[METRICS].gc_pause)  # what lives all night exists now: out of gc's walks
     log.info("the show is live")
+
+
+def speech_cache(cfg: Config, metrics: Metrics) -> SpeechCache:
+    """The cache of lines said again: Redis when configured, else SQLite on disk."""
+    cc = cfg.cache
+    store: Store
+    if cc.redis_url:
+        store = RedisStore(cc.redis_url)
+    else:
+        store = SQLiteStore(cc.path or state_path("speechcache.sqlite"), cc.max_entries)
+    cache = Cache(store, cc.ttl_s, cc.stale_s, cc.jitter)
+    cache.listeners.append(lambda outcome: metrics.speech_cache.labels(outcome).inc())
+    return SpeechCache(cache, cfg.models.tts_voice or "joe-medium")  # the default voice
 
 
 async def _watch_loop_lag(metrics: Metrics, watch: StallWatch, period: float = 0.1) -> None:

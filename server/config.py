@@ -6,13 +6,14 @@ Every model is a setting (a path, or None for the packaged default), never a con
 from __future__ import annotations
 
 import os
-import re
 import secrets
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
+
+from .configcheck import check
 
 
 @dataclass
@@ -142,6 +143,19 @@ class LogbookConfig:
 
 
 @dataclass
+class CacheConfig:
+    # the speech cache of lines said again (server/show/speechcache.py): an SQLite file (empty:
+    # the user's state directory, /allnighter/speechcache.sqlite; ":memory:" keeps it in
+    # the process), or Redis when a URL is given ("redis://host:port/db"), shared by servers
+    path: str = ""
+    redis_url: str = ""
+    ttl_s: float = 6 * 3600.0  # fresh this long, ± jitter of it
+    jitter: float = 0.2
+    stale_s: float = 24 * 3600.0  # then served stale (and remade behind it) this long
+    max_entries: int = 2000  # on disk; Redis bounds itself
+
+
+@dataclass
 class AlertsConfig:
     # each alert (server/anomalies.py) is also POSTed here as JSON; empty: none
     webhook_url: str = ""
@@ -163,6 +177,7 @@ class Config:
     time: TimeConfig = field(default_factory=TimeConfig)
     logbook: LogbookConfig = field(default_factory=LogbookConfig)
     alerts: AlertsConfig = field(default_factory=AlertsConfig)
+    cache: CacheConfig = field(default_factory=CacheConfig)
     # pages of other sites that may open the stage's socket (to embed it): "https://host[:port]"
     # each; the stage's own origin always may, any other may not
     allowed_origins: list[str] = field(default_factory=list)
@@ -173,6 +188,12 @@ class Config:
         if name is None:
             return self.roles[0]
         return next((r for r in self.roles if r.name == name), None)
+
+
+def state_path(name: str) -> Path:
+    """Where the show keeps a file of its state unless told: the user's state directory."""
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "allnighter" / name
 
 
 def _build(cls: type, data: dict[str, Any]) -> Any:
@@ -192,18 +213,9 @@ def _build(cls: type, data: dict[str, Any]) -> Any:
     return cls(**kwargs)
 
 
-MIN_TOKEN_CHARS = 16
-ORIGIN = re.compile(r"https?://[^/\s:]+(:\d{1,5})?")
-
-
 def _env_list(env: Mapping[str, str], name: str) -> list[str]:
     """A comma-separated list from the environment (empty when unset)."""
     return [item.strip() for item in env.get(name, "").split(",") if item.strip()]
-
-
-def _number(value: Any) -> bool:
-    """An int or a float from TOML or the environment (TOML's true is an int to Python)."""
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def load_config(path: str | Path | None = None, env: dict[str, str] | None = None) -> Config:
@@ -225,53 +237,7 @@ def load_config(path: str | Path | None = None, env: dict[str, str] | None = Non
         cfg.time.ntp_version = int(version) if version.isdigit() else version  # type: ignore
     if cfg.time.ntp_version not in (1, 2, 3, 4):
         raise ValueError(f"ntp_version must be 1, 2, 3 or 4, not {cfg.time.ntp_version!r}")
-    t = cfg.time
-    polls = (t.min_poll_s, t.max_poll_s, t.ptp_poll_s)
-    if not all(isinstance(p, int | float) and p > 0 for p in polls) or t.min_poll_s > t.max_poll_s:
-        raise ValueError("poll intervals must be positive seconds, min_poll_s <= max_poll_s")
-    skew = cfg.stage.clock_skew_ppm
-    if not _number(skew) or abs(skew) > 1000:
-        raise ValueError(f"stage.clock_skew_ppm must be a number within ±1000, not {skew!r}")
-    for name, most in (("viseme_lead_ms", 100), ("viseme_hold_ms", 200)):
-        ms = getattr(cfg.stage, name)
-        if not _number(ms) or not 0 <= ms <= most:
-            raise ValueError(f"stage.{name} must be a number from 0 to {most}, not {ms!r}")
-    if not isinstance(cfg.stage.opening, bool):
-        raise ValueError("stage.opening must be true or false")
-    fb = cfg.feedback
-    if not _number(fb.flag_wer) or fb.flag_wer < 0:
-        raise ValueError(f"feedback.flag_wer must be a number >= 0, not {fb.flag_wer!r}")
-    if not isinstance(fb.correct_visemes, bool):
-        raise ValueError("feedback.correct_visemes must be true or false")
-    w = cfg.webrtc
-    if not _number(w.connect_timeout_s) or not 0 < w.connect_timeout_s <= 30:
-        raise ValueError(f"webrtc.connect_timeout_s must be 0-30 s, not {w.connect_timeout_s!r}")
-    for name in ("max_viewers", "max_connecting", "max_viewers_per_address", "offer_burst"):
-        n = getattr(w, name)
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"webrtc.{name} must be a whole number of at least 1, not {n!r}")
-    lb = cfg.logbook
-    if not isinstance(lb.path, str):
-        raise ValueError(f"logbook.path must be a string, not {lb.path!r}")
-    for name in ("keep_utterances", "keep_chat"):
-        n = getattr(lb, name)
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"logbook.{name} must be a whole number of at least 1, not {n!r}")
-    al = cfg.alerts
-    if not isinstance(al.webhook_url, str) or (
-        al.webhook_url and not re.fullmatch(r"https?://\S+", al.webhook_url)
-    ):
-        raise ValueError(f"alerts.webhook_url must be an http(s) URL, not {al.webhook_url!r}")
-    if isinstance(al.rss_alert_mb, bool) or not isinstance(al.rss_alert_mb, int):
-        raise ValueError(f"alerts.rss_alert_mb must be a whole number, not {al.rss_alert_mb!r}")
-    for origin in cfg.allowed_origins:
-        if not isinstance(origin, str) or not ORIGIN.fullmatch(origin):
-            raise ValueError(f'allowed_origins holds "scheme://host[:port]" each, not {origin!r}')
-    if cfg.host_token and len(cfg.host_token) < MIN_TOKEN_CHARS:
-        raise ValueError(
-            f"the host token must be at least {MIN_TOKEN_CHARS} characters: a short one can be"
-            " guessed (leave it unset for a generated one)"
-        )
+    check(cfg)
     if not cfg.host_token:
         cfg.host_token = secrets.token_urlsafe(24)
         cfg.token_generated = True

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -49,12 +48,6 @@ CREATE TABLE IF NOT EXISTS chat (
 );
 """
 UNFINISHED = ("queued", "speaking", "on_air")
-
-
-def default_path() -> Path:
-    """Where `allnighter serve` keeps its logbook unless told: the user's state directory."""
-    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(state) / "allnighter" / "logbook.sqlite"
 
 
 class Logbook:

@@ -183,6 +183,12 @@ class Metrics:
             ["series"],
             registry=r,
         )
+        self.speech_cache = Counter(
+            "allnighter_speech_cache",
+            "Speech cache lookups and makes by outcome: hit, stale, miss, made, failed",
+            ["outcome"],
+            registry=r,
+        )
         # every latency the night watches goes through here as well as to its histogram
         self.anomalies = Anomalies()
         self.anomalies.listeners.append(

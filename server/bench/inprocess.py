@@ -36,6 +36,7 @@ class LiveServer:
         self.cfg.port = port or free_port()
         # a test's or a bench's server takes up nothing another one left, unless told where
         self.cfg.logbook.path = self.cfg.logbook.path or IN_MEMORY
+        self.cfg.cache.path = self.cfg.cache.path or IN_MEMORY
         self.url = f"http://127.0.0.1:{self.cfg.port}"
         self.models = models
         self.loop = asyncio.new_event_loop()

@@ -149,8 +149,9 @@ def talking_server(
     port = free_port()
     env = {**os.environ, "ALLNIGHTER_HOST_TOKEN": token}
     config = Path(tempfile.mkstemp(suffix=".toml")[1])
-    # a bench's server takes up nothing a run before it left (server/logbook.py)
-    config.write_text(settings + '\n[logbook]\npath = ":memory:"\n')
+    # a bench's server takes up nothing a run before it left (server/logbook.py), nor its
+    # speech (server/show/speechcache.py)
+    config.write_text(settings + '\n[logbook]\npath = ":memory:"\n[cache]\npath = ":memory:"\n')
     server = subprocess.Popen(
         [sys.executable, "-m", "server.cli", "serve", "--port", str(port), "--config", str(config)],
         env=env,

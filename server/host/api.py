@@ -100,7 +100,12 @@ async def say(request: web.Request) -> web.Response:
     mode = body.get("mode", "verbatim")
     if mode not in MODES:
         raise ApiError(400, '"mode" must be "verbatim" or "chat"')
-    utt = submit(request, text, role_from(request, body), mode)
+    cache = body.get("cache", False)
+    if not isinstance(cache, bool):
+        raise ApiError(400, '"cache" must be true or false')
+    if cache and mode != "verbatim":
+        raise ApiError(400, '"cache" is for verbatim lines: a chat reply is new each time')
+    utt = submit(request, text, role_from(request, body), mode, cache)
     return json_response({"utterance_id": utt.id}, status=202)
 
 
@@ -115,11 +120,13 @@ def role_from(request: web.Request, body: dict) -> RoleConfig:
     return role
 
 
-def submit(request: web.Request, text: str, role: RoleConfig, mode: str) -> Utterance:
+def submit(
+    request: web.Request, text: str, role: RoleConfig, mode: str, cache: bool = False
+) -> Utterance:
     """Hand an utterance to the stage: 503 while loading, 429 when its queue is full."""
     stage = _stage(request)
     try:
-        return stage.submit(text, role, mode)
+        return stage.submit(text, role, mode, cache)
     except QueueFull as exc:
         request.app[METRICS].rejected.labels("queue_full").inc()
         raise ApiError(429, str(exc)) from None

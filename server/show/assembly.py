@@ -22,6 +22,7 @@ from .placing import Placing, no_correction
 from .playout import Playout
 from .speaking import Speaking
 from .speech import SpeechFirst
+from .speechcache import SpeechCache
 from .stage import Stage
 from .stamps import Stamps
 from .utterances import Outcomes
@@ -39,6 +40,7 @@ def assemble(
     feedback: SpeechFeedback | None = None,
     fused: FusedClock | None = None,
     logbook: Logbook | None = None,
+    speech_cache: SpeechCache | None = None,
 ) -> Stage:
     stamps = Stamps(clock, fused if fused is not None else FusedClock())
     gate = SpeechFirst()  # the LLM yields the CPU to speech
@@ -52,7 +54,7 @@ def assemble(
     announcer = Announcer(emit, stamps)
     pipeline = Pipeline(
         Phrasing(llm, cfg.stage, cfg.models, metrics, gate, stamps),
-        Speaking(tts, cfg.stage, cfg.models.tts_deadline_s, metrics, gate),
+        Speaking(tts, cfg.stage, cfg.models.tts_deadline_s, metrics, gate, speech_cache),
         Placing(clock, timeline, broadcast, cfg.stage, metrics, tap, correction),
         announcer,
         CrossModalFigures(metrics, stamps),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterator
 from dataclasses import dataclass
 
 from models.protocols import TTS, SpeechChunk, VoiceStyle
@@ -19,6 +19,7 @@ from ..metrics import Metrics
 from . import opening
 from .inference import ModelThread
 from .speech import SpeechFirst
+from .speechcache import SpeechCache
 from .utterances import Utterance
 
 
@@ -43,9 +44,16 @@ def voice_of(character: RoleConfig) -> VoiceStyle:
 
 class Speaking:
     def __init__(
-        self, tts: TTS, stage: StageConfig, deadline_s: float, metrics: Metrics, gate: SpeechFirst
+        self,
+        tts: TTS,
+        stage: StageConfig,
+        deadline_s: float,
+        metrics: Metrics,
+        gate: SpeechFirst,
+        cache: SpeechCache | None = None,
     ) -> None:
         self.tts, self.stage, self.metrics, self.gate = tts, stage, metrics, gate
+        self.cache = cache
         # On a busy machine the loop that paces audio out waited 20-120 ms for a core behind
         # Piper, and an interrupt reached the viewers that late: the TTS thread yields to it.
         self._thread = ModelThread("tts", nice=10, deadline_s=deadline_s)
@@ -62,7 +70,10 @@ class Speaking:
         opens = self.stage.opening and utt.end_sample is None  # the utterance's first phrase
         if utt.synthesis_at is None:
             utt.synthesis_at = time.monotonic()
-        stream = opening.spoken(phrase, synthesize, opens)
+        if utt.cache and self.cache is not None:  # a stock line: kept, whole
+            stream = self._kept(phrase, style, synthesize)
+        else:
+            stream = opening.spoken(phrase, synthesize, opens)
         async with contextlib.aclosing(stream) as chunks:
             async for text, chunk, part in chunks:
                 if first:
@@ -73,6 +84,16 @@ class Speaking:
                 if utt.first_chunk_at is None:
                     utt.first_chunk_at = time.monotonic()
                 yield Spoken(text, chunk, part)
+
+    async def _kept(
+        self,
+        phrase: str,
+        style: VoiceStyle,
+        synthesize: Callable[[str, bool], AsyncGenerator[SpeechChunk, None]],
+    ) -> AsyncGenerator[tuple[str, SpeechChunk, str], None]:
+        assert self.cache is not None
+        async for chunk in self.cache.speak(phrase, style, lambda: synthesize(phrase, True)):
+            yield phrase, chunk, opening.WHOLE
 
     def _speak_alone(
         self, text: str, style: VoiceStyle | None, urgent: bool = False

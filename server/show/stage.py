@@ -57,9 +57,10 @@ class Stage:
         return self.playout.speaking
 
     # ---- input -------------------------------------------------------------------------
-    def submit(self, text: str, character: RoleConfig, mode: str) -> Utterance:
-        """Accept an utterance or raise QueueFull; accepted ones are never dropped silently."""
-        utt = Utterance(text=text, role=character.name, mode=mode, character=character)
+    def submit(self, text: str, character: RoleConfig, mode: str, cache: bool = False) -> Utterance:
+        """Accept an utterance or raise QueueFull; accepted ones are never dropped silently.
+        `cache`: a line the show says again, its speech kept (speechcache.py)."""
+        utt = Utterance(text, character.name, mode, character, cache=cache)
         self.queue.put(utt)
         self.outcomes.accepted(utt)  # written down before the host hears it was accepted
         self.metrics.queue_depth.set(len(self.queue))

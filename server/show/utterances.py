@@ -83,6 +83,7 @@ class Utterance:
     # the role's character, resolved once when the utterance is accepted
     character: RoleConfig = field(default_factory=RoleConfig, repr=False)
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
+    cache: bool = False  # a line said again: its speech comes from the speech cache
     accepted_at: float = field(default_factory=time.monotonic)
     state: UtteranceState = UtteranceState.QUEUED
     phrases: list[str] = field(default_factory=list)
@@ -128,6 +129,7 @@ class Utterance:
             "role": self.role,
             "mode": self.mode,
             "text": self.text,
+            "cache": self.cache,
             "spoken_text": self.spoken_text,
             "phrases": list(self.phrases),
             "tokens": self.tokens,

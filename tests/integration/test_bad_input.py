@@ -23,6 +23,8 @@ pytestmark = pytest.mark.models
         ("/api/v1/say", {"text": 5}, "good", 400, "string"),
         ("/api/v1/say", {"text": "x" * 2001}, "good", 413, "2000"),
         ("/api/v1/say", {"text": "hi", "mode": "sing"}, "good", 400, "mode"),
+        ("/api/v1/say", {"text": "hi", "cache": "yes"}, "good", 400, "true or false"),
+        ("/api/v1/say", {"text": "hi", "mode": "chat", "cache": True}, "good", 400, "verbatim"),
         ("/api/v1/say", {"text": "hi", "role": "nobody"}, "good", 404, "nobody"),
         ("/api/v1/interrupt", {"role": "nobody"}, "good", 404, "nobody"),
         ("/api/v1/say", [1, 2], "good", 400, "object"),

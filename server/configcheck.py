@@ -1,0 +1,82 @@
+"""The settings' rules: each value checked once it is loaded, with a message that names the
+setting and says what it may be (`allnighter serve` stops at start with it)."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .config import Config
+
+MIN_TOKEN_CHARS = 16
+ORIGIN = re.compile(r"https?://[^/\s:]+(:\d{1,5})?")
+
+
+def _number(value: Any) -> bool:
+    """An int or a float from TOML or the environment (TOML's true is an int to Python)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _whole(section: Any, title: str, name: str, least: int = 1) -> None:
+    """A setting that counts something: a whole number of at least `least`."""
+    n = getattr(section, name)
+    if isinstance(n, bool) or not isinstance(n, int) or n < least:
+        raise ValueError(f"{title}.{name} must be a whole number of at least {least}, not {n!r}")
+
+
+def check(cfg: Config) -> None:
+    """Raise ValueError naming the first setting that breaks its rule."""
+    t = cfg.time
+    polls = (t.min_poll_s, t.max_poll_s, t.ptp_poll_s)
+    if not all(isinstance(p, int | float) and p > 0 for p in polls) or t.min_poll_s > t.max_poll_s:
+        raise ValueError("poll intervals must be positive seconds, min_poll_s <= max_poll_s")
+    skew = cfg.stage.clock_skew_ppm
+    if not _number(skew) or abs(skew) > 1000:
+        raise ValueError(f"stage.clock_skew_ppm must be a number within ±1000, not {skew!r}")
+    for name, most in (("viseme_lead_ms", 100), ("viseme_hold_ms", 200)):
+        ms = getattr(cfg.stage, name)
+        if not _number(ms) or not 0 <= ms <= most:
+            raise ValueError(f"stage.{name} must be a number from 0 to {most}, not {ms!r}")
+    if not isinstance(cfg.stage.opening, bool):
+        raise ValueError("stage.opening must be true or false")
+    fb = cfg.feedback
+    if not _number(fb.flag_wer) or fb.flag_wer < 0:
+        raise ValueError(f"feedback.flag_wer must be a number >= 0, not {fb.flag_wer!r}")
+    if not isinstance(fb.correct_visemes, bool):
+        raise ValueError("feedback.correct_visemes must be true or false")
+    w = cfg.webrtc
+    if not _number(w.connect_timeout_s) or not 0 < w.connect_timeout_s <= 30:
+        raise ValueError(f"webrtc.connect_timeout_s must be 0-30 s, not {w.connect_timeout_s!r}")
+    for name in ("max_viewers", "max_connecting", "max_viewers_per_address", "offer_burst"):
+        _whole(w, "webrtc", name)
+    lb = cfg.logbook
+    if not isinstance(lb.path, str):
+        raise ValueError(f"logbook.path must be a string, not {lb.path!r}")
+    for name in ("keep_utterances", "keep_chat"):
+        _whole(lb, "logbook", name)
+    cc = cfg.cache
+    if not isinstance(cc.path, str) or not isinstance(cc.redis_url, str):
+        raise ValueError("cache.path and cache.redis_url must be strings")
+    if cc.redis_url and not re.fullmatch(r"rediss?://\S+|unix://\S+", cc.redis_url):
+        raise ValueError(f"cache.redis_url must be redis://host:port[/db], not {cc.redis_url!r}")
+    if not all(_number(x) and x > 0 for x in (cc.ttl_s, cc.stale_s)):
+        raise ValueError("cache.ttl_s and cache.stale_s must be positive seconds")
+    if not _number(cc.jitter) or not 0 <= cc.jitter < 1:
+        raise ValueError(f"cache.jitter must be a share from 0 to under 1, not {cc.jitter!r}")
+    _whole(cc, "cache", "max_entries")
+    al = cfg.alerts
+    if not isinstance(al.webhook_url, str) or (
+        al.webhook_url and not re.fullmatch(r"https?://\S+", al.webhook_url)
+    ):
+        raise ValueError(f"alerts.webhook_url must be an http(s) URL, not {al.webhook_url!r}")
+    if isinstance(al.rss_alert_mb, bool) or not isinstance(al.rss_alert_mb, int):
+        raise ValueError(f"alerts.rss_alert_mb must be a whole number, not {al.rss_alert_mb!r}")
+    for origin in cfg.allowed_origins:
+        if not isinstance(origin, str) or not ORIGIN.fullmatch(origin):
+            raise ValueError(f'allowed_origins holds "scheme://host[:port]" each, not {origin!r}')
+    if cfg.host_token and len(cfg.host_token) < MIN_TOKEN_CHARS:
+        raise ValueError(
+            f"the host token must be at least {MIN_TOKEN_CHARS} characters: a short one can be"
+            " guessed (leave it unset for a generated one)"
+        )
