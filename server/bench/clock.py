@@ -25,7 +25,6 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -35,72 +34,14 @@ from timesync.instant import monotonic_and_system
 from timesync.measurement import TimeSource
 from timesync.simulate import (
     Reference,
-    SimNTP,
-    SimPTP,
-    SimSource,
-    lost_from,
     percentiles,
     run,
 )
 
+from .clock_scenarios import scenarios
 from .table import render
 
 DRIFT = 20e-6  # the simulated crystal's drift (simulate.Reference's default)
-
-
-@dataclass
-class Scenario:
-    name: str
-    sources: list[SimSource]
-    start: float  # s: the measured window; before it the clock settles
-    end: float
-    goal_p99: float  # s
-    settled: str  # what came before the window, for the table
-    holdover: bool = False
-    steps: tuple[tuple[float, float], ...] = ()  # (s, size s): the reference moves for good
-
-
-def scenarios(minutes: float) -> list[Scenario]:
-    span = minutes * 60
-    return [
-        Scenario("PTP healthy", [SimPTP(), SimNTP()], 60, 60 + span, 10e-6, "60 s"),
-        Scenario("NTP only", [SimNTP()], 1200, 1200 + span, 500e-6, "20 min of NTP"),
-        Scenario(
-            "PTP lost, NTP carries",
-            [SimPTP(down=lost_from(600)), SimNTP()],
-            600,
-            600 + span,
-            500e-6,
-            "10 min of PTP",
-        ),
-        Scenario(
-            "60 s holdover after PTP",
-            [SimPTP(down=lost_from(600)), SimNTP(down=lost_from(600))],
-            600,
-            660,
-            1e-3,
-            "10 min of PTP",
-            holdover=True,
-        ),
-        Scenario(
-            "60 s holdover after NTP only",
-            [SimNTP(down=lost_from(1200))],
-            1200,
-            1260,
-            1e-3,
-            "20 min of NTP",
-            holdover=True,
-        ),
-        Scenario(
-            "NTP only, the reference steps 1 s",
-            [SimNTP()],
-            1200 + 420,
-            1200 + 420 + span,
-            500e-6,
-            "20 min of NTP, the step, 7 min",
-            steps=((1200.0, 1.0),),
-        ),
-    ]
 
 
 def us(seconds: float) -> str:

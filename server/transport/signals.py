@@ -7,12 +7,10 @@ exception that could take the server down.
 from __future__ import annotations
 
 import logging
-import math
-import unicodedata
 import uuid
 from collections import deque
 from collections.abc import Callable
-from typing import Any, TypeGuard
+from typing import Any
 
 import socketio
 
@@ -22,35 +20,23 @@ from ..config import ChatConfig
 from ..logbook import Logbook
 from ..metrics import Metrics
 from .ratelimit import PerAddress, RateLimit
+from .viewerinput import (
+    ONSET_RANGE_MS,
+    OUTPUT_LATENCY_SOURCES,
+    STAT_RANGES,
+    UTTERANCE_ID_CHARS,
+    UTTERANCE_ONSET_FIELDS,
+    UTTERANCE_ONSETS_PER_REPORT,
+    finite,
+    plain_text,
+    valid_utterance_onsets,
+    within,
+)
 
 log = logging.getLogger(__name__)
 
-DAY_MS = 86_400_000
-# What a page may report, each within what any page plausibly measures: a figure outside is
-# dropped at the edge, so none can overflow a sum or turn a median into infinity (which
-# the host panel then could not parse). The most any output device plausibly has is 5 s
-# (Bluetooth headsets and busy sound servers: hundreds of ms); a viewer's own clock may be
-# off the server's by a year.
-STAT_RANGES = {
-    "lipsync_offset_ms": (-10_000.0, 10_000.0),
-    "fps": (0.0, 1000.0),
-    "dropped_frames": (0.0, 1e9),
-    "clock_offset_ms": (-366.0 * DAY_MS, 366.0 * DAY_MS),
-    "clock_uncertainty_ms": (0.0, DAY_MS),
-    "lipsync_calibration_ms": (-10_000.0, 10_000.0),
-    "render_scale": (0.0, 16.0),
-    "frame_jitter_ms": (0.0, 60_000.0),
-    "visemes_seen_share": (0.0, 1.0),
-    "output_latency_ms": (0.0, 5000.0),
-}
-ONSET_RANGE_MS = (-10_000.0, 10_000.0)  # a drawn viseme against its sound, picture − sound
-# a page's output device latency: how it knows it (web/static/stage/latency.js)
-OUTPUT_LATENCY_SOURCES = {"reported", "timestamp", "none"}
 ONSETS_PER_REPORT = 200  # lip-sync offsets a page may send in one client_stats
 ONSETS_KEPT = 200  # per viewer, for the host panel's figures
-UTTERANCE_ONSETS_PER_REPORT = 50  # utterances' first voiced visemes a page may report at once
-UTTERANCE_ID_CHARS = 64
-UTTERANCE_ONSET_FIELDS = ("id", "sample", "heard_ms", "drawn_ms")  # all that is passed on
 RECENT_CHAT = 50  # viewer chat messages kept for the host panel
 # The most one socket.io message may carry: a page's largest, a client_stats report with 200
 # onsets and 50 utterance onsets, is about 10 KB (engineio's default is 1 MB)
@@ -201,7 +187,7 @@ class Signals:
             return too_fast
         t1 = self.clock.now_ms()
         t0 = data.get("t0") if isinstance(data, dict) else None
-        if not _finite(t0):
+        if not finite(t0):
             return error('timesync needs {"t0": number}')
         return {"t0": t0, "t1": t1, "t2": self.clock.now_ms()}
 
@@ -214,7 +200,7 @@ class Signals:
         if not isinstance(onsets, list) or len(onsets) > ONSETS_PER_REPORT:
             return error(f"lipsync_onsets_ms must be a list of at most {ONSETS_PER_REPORT}")
         utterance_onsets = data.get("utterance_onsets", [])
-        if not _valid_utterance_onsets(utterance_onsets, self.clock.now_ms()):
+        if not valid_utterance_onsets(utterance_onsets, self.clock.now_ms()):
             return error(
                 f"utterance_onsets must be a list of at most {UTTERANCE_ONSETS_PER_REPORT}"
                 f' {{"id": string of at most {UTTERANCE_ID_CHARS}, "sample": int from 0 to'
@@ -226,7 +212,7 @@ class Signals:
         if isinstance(source, str) and source in OUTPUT_LATENCY_SOURCES:  # a list is unhashable
             stats["output_latency_source"] = source
         self.client_stats[sid] = stats
-        if _finite(jitter := stats.get("frame_jitter_ms")):
+        if finite(jitter := stats.get("frame_jitter_ms")):
             self.metrics.frame_jitter.observe(jitter)
         plausible = [ms for ms in onsets if within(ms, ONSET_RANGE_MS)]
         self.metrics.lipsync.observe_many(plausible)
@@ -237,21 +223,6 @@ class Signals:
         for listen in self.report_listeners:
             listen(sid, data)
         return {"ok": True}
-
-
-# Bidi embeddings, overrides, isolates and marks: in a viewer's message they reorder the text
-# around it on every screen that shows it (the host panel's included)
-BIDI_CONTROLS = frozenset(
-    "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
-)
-
-
-def plain_text(text: str) -> str:
-    """A viewer's text without control characters (one line: no newlines either), bidi
-    controls, or halves of surrogate pairs (JSON can carry one; it is no text)."""
-    return "".join(
-        c for c in text if c not in BIDI_CONTROLS and unicodedata.category(c) not in ("Cc", "Cs")
-    )
 
 
 def same_origin_or(allowed: list[str]) -> Callable[[str, dict], bool]:
@@ -270,37 +241,3 @@ def same_origin_or(allowed: list[str]) -> Callable[[str, dict], bool]:
         return own or origin in extra
 
     return check
-
-
-def _valid_utterance_onsets(value: Any, now_ms: float) -> bool:
-    """A page's `utterance_onsets`: where and when it drew each utterance's first voiced
-    viseme, on the server's clock (`now_ms`) as the page reads it."""
-    return (
-        isinstance(value, list)
-        and len(value) <= UTTERANCE_ONSETS_PER_REPORT
-        and all(_valid_utterance_onset(item, now_ms) for item in value)
-    )
-
-
-def _valid_utterance_onset(item: Any, now_ms: float) -> bool:
-    today = (now_ms - DAY_MS, now_ms + DAY_MS)
-    return (
-        isinstance(item, dict)
-        and isinstance(item.get("id"), str)
-        and len(item["id"]) <= UTTERANCE_ID_CHARS
-        and isinstance(item.get("sample"), int)
-        and not isinstance(item["sample"], bool)
-        and 0 <= item["sample"] < 2**53
-        and within(item.get("heard_ms"), today)
-        and within(item.get("drawn_ms"), today)
-        and abs(item["drawn_ms"] - item["heard_ms"]) <= ONSET_RANGE_MS[1]
-    )
-
-
-def _finite(value: Any) -> TypeGuard[float]:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def within(value: Any, bounds: tuple[float, float]) -> bool:
-    """A number (not a bool) inside `bounds`, ends included: never inf or NaN."""
-    return _finite(value) and bounds[0] <= value <= bounds[1]

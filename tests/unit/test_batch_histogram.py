@@ -6,7 +6,8 @@ import random
 
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 
-from server.metrics import LIPSYNC_BUCKETS, BatchHistogram
+from server.collectors import BatchHistogram
+from server.metrics import LIPSYNC_BUCKETS
 
 
 def _lines(registry: CollectorRegistry, suffixes: tuple[str, ...]) -> list[str]:

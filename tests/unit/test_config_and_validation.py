@@ -8,7 +8,7 @@ from server.config import load_config
 from server.show.feedback import planned_word_starts, word_error_rate
 from server.transport.ratelimit import RateLimit
 from server.transport.rtp import strip_mdns_candidates
-from server.transport.signals import _finite
+from server.transport.viewerinput import finite
 
 
 def test_settings_file_overrides_defaults_and_env_gives_the_token(tmp_path):
@@ -75,7 +75,7 @@ def test_rate_limit_allows_a_burst_then_refuses():
     ],
 )
 def test_only_finite_numbers_pass_as_numbers(value, ok):
-    assert _finite(value) is ok
+    assert finite(value) is ok
 
 
 def test_word_error_rate_and_planned_word_starts():

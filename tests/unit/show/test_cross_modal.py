@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from server.bench.inprocess import request, say, until_final, utterance
 from server.keys import SIGNALS
 from server.show.utterances import CROSS_MODAL_VIEWERS, CrossModal, ViewerOnset
-from server.transport.signals import UTTERANCE_ONSETS_PER_REPORT
+from server.transport.viewerinput import UTTERANCE_ONSETS_PER_REPORT
 from tests.harness import page_text, wait_for
 
 INF = float("inf")
