@@ -155,3 +155,19 @@ def test_host_panel_keeps_refreshing_after_bad_answers(browser: Browser, show: L
     expect(state).to_have_text("live", timeout=5000)
     assert page.errors == []  # type: ignore[attr-defined]
     page.close()
+
+
+def test_host_switches_the_autopilot_from_the_panel(browser: Browser, show: LiveServer):
+    from server.host.autopilot import AUTOPILOT
+
+    page = open_desk(browser, show.url)
+    box, state = page.get_by_test_id("autopilot"), page.get_by_test_id("autopilot-state")
+    expect(state).to_contain_text("Off", timeout=10_000)
+    box.check()
+    expect(state).to_contain_text("On")
+    assert show.app[AUTOPILOT].enabled
+    box.uncheck()
+    expect(state).to_contain_text("Off")
+    assert not show.app[AUTOPILOT].enabled
+    assert page.errors == []  # type: ignore[attr-defined]
+    page.close()

@@ -19,6 +19,7 @@ from .config import Config, state_path
 from .facts import page_facts
 from .headers import security_headers
 from .host import api, hostdesk
+from .host.autopilot import AUTOPILOT, Autopilot
 from .keys import (
     BROADCAST,
     CONFIG,
@@ -96,6 +97,16 @@ def build_app(
     aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(str(web_dir)), autoescape=True)
     api.add_routes(app)
     hostdesk.setup(app)  # the host panel's own endpoints, built on the API's helpers
+    desk = app[hostdesk.HOSTDESK]
+    app[AUTOPILOT] = autopilot = Autopilot(
+        cfg.autopilot,
+        stage=lambda: live.stage,
+        chat=lambda: list(signals.recent_chat),
+        answered=desk.mark,
+        is_answered=lambda chat_id: chat_id in desk.answered,
+        viewers=lambda: len(app[PEERS]) if PEERS in app else 0,
+        role=cfg.roles[0],
+    )
     app.router.add_get("/", _page("index.html"))
     app.router.add_get("/host", _page("host.html"))
     static = web_dir / "static"
@@ -124,6 +135,7 @@ def build_app(
             loop.create_task(poller.run(), name="timesync"),
             loop.create_task(heap.hand_back_every(), name="hand-back"),
             loop.create_task(memory.run(), name="memory"),
+            loop.create_task(autopilot.run(), name="autopilot"),
         ]
         if cfg.alerts.webhook_url:
             webhook = Webhook(cfg.alerts.webhook_url)

@@ -143,6 +143,39 @@ class LogbookConfig:
 
 
 @dataclass
+class AutopilotConfig:
+    # on at start (the host panel switches it at any time): the show never falls silent longer
+    # than max_silence_s; a host's line or interrupt always comes first
+    enabled: bool = False
+    max_silence_s: float = 20.0
+    host_grace_s: float = 30.0  # after a host acts, the autopilot waits this long
+    topics: list[str] = field(
+        default_factory=lambda: [
+            "the stars you can see tonight",
+            "what keeps people up at two in the morning",
+            "a small kindness someone did for you",
+            "the sounds of a city at night",
+        ]
+    )
+    greet: bool = True  # a stock greeting (spoken from the speech cache) for viewers joining
+    greetings: list[str] = field(
+        default_factory=lambda: [
+            "Welcome in, and thanks for keeping me company tonight.",
+            "Hello there, new friends. Pull up a chair.",
+        ]
+    )
+    # which viewer chat it answers, when nothing waits: "when_idle" (the oldest unanswered),
+    # "every_n" (once answer_every messages came since the last), "by_score" (the best
+    # question), or "off"
+    answer_chat: str = "when_idle"
+    answer_every: int = 3
+    # a viewer message it may answer: no blocked word, at most max_chars (else shown to the
+    # host as refused, never spoken)
+    blocked_words: list[str] = field(default_factory=list)
+    max_chars: int = 200
+
+
+@dataclass
 class CacheConfig:
     # the speech cache of lines said again (server/show/speechcache.py): an SQLite file (empty:
     # the user's state directory, /allnighter/speechcache.sqlite; ":memory:" keeps it in
@@ -178,6 +211,7 @@ class Config:
     logbook: LogbookConfig = field(default_factory=LogbookConfig)
     alerts: AlertsConfig = field(default_factory=AlertsConfig)
     cache: CacheConfig = field(default_factory=CacheConfig)
+    autopilot: AutopilotConfig = field(default_factory=AutopilotConfig)
     # pages of other sites that may open the stage's socket (to embed it): "https://host[:port]"
     # each; the stage's own origin always may, any other may not
     allowed_origins: list[str] = field(default_factory=list)

@@ -65,6 +65,24 @@ def check(cfg: Config) -> None:
     if not _number(cc.jitter) or not 0 <= cc.jitter < 1:
         raise ValueError(f"cache.jitter must be a share from 0 to under 1, not {cc.jitter!r}")
     _whole(cc, "cache", "max_entries")
+    ap = cfg.autopilot
+    if not isinstance(ap.enabled, bool) or not isinstance(ap.greet, bool):
+        raise ValueError("autopilot.enabled and autopilot.greet must be true or false")
+    if not all(_number(x) and x > 0 for x in (ap.max_silence_s, ap.host_grace_s)):
+        raise ValueError("autopilot.max_silence_s and host_grace_s must be positive seconds")
+    for name in ("topics", "greetings", "blocked_words"):
+        listed = getattr(ap, name)
+        if not isinstance(listed, list) or not all(isinstance(x, str) and x for x in listed):
+            raise ValueError(f"autopilot.{name} must be a list of strings")
+    if not ap.topics:
+        raise ValueError("autopilot.topics needs at least one topic")
+    if ap.answer_chat not in ("when_idle", "every_n", "by_score", "off"):
+        raise ValueError(
+            'autopilot.answer_chat must be "when_idle", "every_n", "by_score" or "off",'
+            f" not {ap.answer_chat!r}"
+        )
+    _whole(ap, "autopilot", "answer_every")
+    _whole(ap, "autopilot", "max_chars")
     al = cfg.alerts
     if not isinstance(al.webhook_url, str) or (
         al.webhook_url and not re.fullmatch(r"https?://\S+", al.webhook_url)

@@ -16,6 +16,7 @@ from ..media.mediaclock import SAMPLE_RATE
 from ..show.stage import Stage
 from ..show.utterances import QueueFull, Utterance
 from ..transport.peers import OfferError
+from .autopilot import AUTOPILOT
 
 MODES = ("verbatim", "chat")
 MAX_JSON_BYTES = 64 * 1024
@@ -106,6 +107,7 @@ async def say(request: web.Request) -> web.Response:
     if cache and mode != "verbatim":
         raise ApiError(400, '"cache" is for verbatim lines: a chat reply is new each time')
     utt = submit(request, text, role_from(request, body), mode, cache)
+    request.app[AUTOPILOT].host_acted()  # a host comes first
     return json_response({"utterance_id": utt.id}, status=202)
 
 
@@ -141,6 +143,7 @@ async def interrupt(request: web.Request) -> web.Response:
             raise ApiError(400, '"role" must be a string')
         if request.app[CONFIG].role(role_name) is None:
             raise ApiError(404, f"unknown role {role_name!r}")
+    request.app[AUTOPILOT].host_acted()
     at = await _stage(request).interrupt(role_name)
     return json_response({"ok": True, "at_sample": at})
 

@@ -18,6 +18,7 @@ from ..media.mediaclock import SAMPLE_RATE
 from ..media.syncwindows import ATSC, EBU_R37, in_window
 from ..show.utterances import rounded_median
 from .api import ApiError, json_response, read_json, require_host, role_from, submit
+from .autopilot import AUTOPILOT, chat_prompt
 
 ANSWERED_KEPT = 500  # chat ids remembered as answered (more than the chat buffer holds)
 
@@ -41,6 +42,7 @@ def setup(app: web.Application) -> None:
     app[HOSTDESK] = HostDesk()
     app.router.add_get("/api/v1/show", show)
     app.router.add_post("/api/v1/chat/answer", answer_chat)
+    app.router.add_post("/api/v1/autopilot", switch_autopilot)
 
 
 async def show(request: web.Request) -> web.Response:
@@ -80,6 +82,7 @@ async def show(request: web.Request) -> web.Response:
             "roles": [r.name for r in app[CONFIG].roles],
             # the night's alerts, oldest first; and memory as last sampled (bytes, shares)
             "alerts": [a.to_json() for a in app[METRICS].anomalies.recent],
+            "autopilot": app[AUTOPILOT].to_json(),
             "memory": app[MEMORY].last,
         }
     )
@@ -136,6 +139,18 @@ def _quantile(ordered: list[float], q: float) -> float | None:
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 1) if ordered else None
 
 
+async def switch_autopilot(request: web.Request) -> web.Response:
+    """{"enabled": bool} → 200 with the autopilot's state: the show runs itself, or not."""
+    require_host(request)
+    body = await read_json(request)
+    enabled = body.get("enabled")
+    if not isinstance(enabled, bool):
+        raise ApiError(400, '"enabled" must be true or false')
+    autopilot = request.app[AUTOPILOT]
+    autopilot.switch(enabled)
+    return json_response(autopilot.to_json())
+
+
 async def answer_chat(request: web.Request) -> web.Response:
     """{"id", "role"?} → 202 {"utterance_id"}: a character answers that viewer message."""
     require_host(request)
@@ -153,9 +168,5 @@ async def answer_chat(request: web.Request) -> web.Response:
         raise ApiError(409, f"chat message {chat_id!r} is already answered")
     utt = submit(request, chat_prompt(msg), role, "chat")
     desk.mark(chat_id, utt.id)
+    app[AUTOPILOT].host_acted()
     return json_response({"utterance_id": utt.id, "chat_id": chat_id}, status=202)
-
-
-def chat_prompt(msg: dict) -> str:
-    """The prompt a character answers: who wrote what (the viewer's text is data, not HTML)."""
-    return f"{msg['from']} writes in the chat: {msg['text']}"

@@ -20,6 +20,7 @@ from .phrasing import Phrasing
 from .pipeline import Pipeline
 from .placing import Placing, no_correction
 from .playout import Playout
+from .resuming import resume
 from .speaking import Speaking
 from .speech import SpeechFirst
 from .speechcache import SpeechCache
@@ -66,5 +67,5 @@ def assemble(
     broadcast.observe(playout.frame)
     stage = Stage(pipeline, playout, broadcast, timeline, cfg.stage, metrics, outcomes, emit)
     if logbook is not None:  # what a restart left, taken up before the worker starts
-        stage.resume(logbook.unfinished(), logbook.finished(cfg.stage.history), cfg.role)
+        resume(stage, logbook.unfinished(), logbook.finished(cfg.stage.history), cfg.role)
     return stage

@@ -1,7 +1,6 @@
 """The stage: utterances wait in a bounded queue and are performed one after another; an
 interrupt stops a role's speech (or all of it) at the write head, everywhere at once. After a
-restart it takes up what the logbook says was left: the queued are spoken, the one that was
-being spoken is reported failed."""
+restart it takes up what the logbook says was left (resuming.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +8,6 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from collections.abc import Callable
 from typing import Any
 
 from ..config import RoleConfig, StageConfig
@@ -22,7 +20,6 @@ from .pipeline import Pipeline
 from .playout import Playout
 from .utterances import (
     Outcomes,
-    QueueFull,
     Utterance,
     UtteranceQueue,
     UtteranceState,
@@ -57,48 +54,35 @@ class Stage:
         return self.playout.speaking
 
     # ---- input -------------------------------------------------------------------------
-    def submit(self, text: str, character: RoleConfig, mode: str, cache: bool = False) -> Utterance:
+    def submit(
+        self,
+        text: str,
+        character: RoleConfig,
+        mode: str,
+        cache: bool = False,
+        source: str = "host",
+    ) -> Utterance:
         """Accept an utterance or raise QueueFull; accepted ones are never dropped silently.
         `cache`: a line the show says again, its speech kept (speechcache.py)."""
-        utt = Utterance(text, character.name, mode, character, cache=cache)
+        utt = Utterance(text, character.name, mode, character, cache=cache, source=source)
         self.queue.put(utt)
         self.outcomes.accepted(utt)  # written down before the host hears it was accepted
         self.metrics.queue_depth.set(len(self.queue))
         self.history.append(utt)
         return utt
 
-    def resume(
-        self,
-        unfinished: list[dict],
-        finished: list[dict],
-        role_of: Callable[[str], RoleConfig | None],
-    ) -> None:
-        """Take up what the logbook kept from before a restart, before the worker starts:
-        `unfinished` (its rows, in the order accepted) and the records of the last `finished`.
-        What no viewer heard is spoken from its start; what was on the air, or in the works
-        at the restart before too, is reported failed (server/logbook.py says why)."""
-        self.before_restart = finished
-        for row in unfinished:
-            character = role_of(row["role"])
-            utt = Utterance(row["text"], row["role"], row["mode"], id=row["id"])
-            utt.character = character or utt.character
-            self.history.append(utt)
-            if row["state"] == "on_air":
-                why = "the server stopped while it was being spoken"
-            elif row["state"] != "queued" and row["restarts"] >= 1:
-                why = "it was in the works at two restarts in a row (it may be what stops them)"
-            elif character is None:
-                why = f"its role {row['role']!r} is gone after a restart"
-            else:
-                try:
-                    self.queue.put(utt)
-                    if row["state"] != "queued":
-                        self.outcomes.requeued(utt)
-                    continue
-                except QueueFull:
-                    why = "the queue was full after a restart"
-            self.outcomes.finish(utt, UtteranceState.FAILED, why)
+    def withdraw(self, source: str, why: str) -> list[str]:
+        """Take the waiting utterances of `source` off the queue (interrupted, with why)."""
+        gone = self.queue.remove(lambda u: u.source == source)
+        for utt in gone:
+            self.outcomes.finish(utt, UtteranceState.INTERRUPTED, why)
         self.metrics.queue_depth.set(len(self.queue))
+        return [u.id for u in gone]
+
+    @property
+    def quiet(self) -> bool:
+        """Nothing waiting, nothing being made, nothing still playing out."""
+        return not len(self.queue) and self.current is None and not self.playout.playing
 
     async def interrupt(self, role: str | None) -> int:
         """Stop speech of `role` (all when None) at the write head; returns that sample."""

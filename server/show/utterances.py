@@ -7,6 +7,7 @@ import statistics
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -84,6 +85,7 @@ class Utterance:
     character: RoleConfig = field(default_factory=RoleConfig, repr=False)
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
     cache: bool = False  # a line said again: its speech comes from the speech cache
+    source: str = "host"  # who asked for it: "host", or "autopilot" (a host always comes first)
     accepted_at: float = field(default_factory=time.monotonic)
     state: UtteranceState = UtteranceState.QUEUED
     phrases: list[str] = field(default_factory=list)
@@ -130,6 +132,7 @@ class Utterance:
             "mode": self.mode,
             "text": self.text,
             "cache": self.cache,
+            "source": self.source,
             "spoken_text": self.spoken_text,
             "phrases": list(self.phrases),
             "tokens": self.tokens,
@@ -217,6 +220,10 @@ class UtteranceQueue:
 
     def remove_role(self, role: str | None) -> list[Utterance]:
         """Take out every waiting utterance of `role` (all when None)."""
-        gone = [u for u in self._items if role is None or u.role == role]
-        self._items = deque(u for u in self._items if not (role is None or u.role == role))
+        return self.remove(lambda u: role is None or u.role == role)
+
+    def remove(self, which: Callable[[Utterance], bool]) -> list[Utterance]:
+        """Take out every waiting utterance `which` picks."""
+        gone = [u for u in self._items if which(u)]
+        self._items = deque(u for u in self._items if not which(u))
         return gone

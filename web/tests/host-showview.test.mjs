@@ -196,3 +196,23 @@ test("the night's alerts: newest first, each in its unit, against what it was ov
   // an answer from a server without alerts shows none
   assert.deepEqual(describeShow(show(), FACTS).alerts, []);
 });
+
+test("the autopilot: its switch, what it did last, and the chat it refused, newest first", () => {
+  const a = {
+    enabled: true, last: "answer", answer_chat: "when_idle",
+    refused: [
+      { id: "c1", text: "this is boring", why: "blocked word: boring" },
+      { id: "c2", text: "x".repeat(300), why: "longer than 200 characters" },
+    ],
+  };
+  const v = describeShow(show({ autopilot: a }), FACTS).autopilot;
+  assert.equal(v.on, true);
+  assert.equal(v.state, "On · answers chat when idle; last answered a viewer");
+  assert.deepEqual(v.refused.map((r) => [r.id, r.why]), [
+    ["c2", "refused: longer than 200 characters"],
+    ["c1", "refused: blocked word: boring"],
+  ]);
+  const off = describeShow(show({ autopilot: { ...a, enabled: false, last: null, refused: [] } }), FACTS);
+  assert.deepEqual(off.autopilot, { on: false, state: "Off · answers chat when idle", refused: [] });
+  assert.deepEqual(describeShow(show(), FACTS).autopilot, { on: false, state: "", refused: [] });
+});

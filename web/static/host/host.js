@@ -147,6 +147,16 @@ async function interrupt() {
   refreshNow();
 }
 
+async function switchAutopilot() {
+  const box = $("autopilot");
+  const { status, data } = await api("POST", "/api/v1/autopilot", { enabled: box.checked });
+  if (status !== 200) {
+    box.checked = !box.checked;
+    setText($("autopilot-state"), explain(status, data));
+  }
+  refreshNow();
+}
+
 function updateCount() {
   const n = $("say-text").value.length;
   setText($("say-count"), `${n} / ${facts.text_limits.say}`);
@@ -176,6 +186,7 @@ $("say-text").addEventListener("keydown", (e) => {
   }
 });
 $("interrupt").addEventListener("click", interrupt);
+$("autopilot").addEventListener("change", switchAutopilot);
 
 const remembered = sessionStorage.getItem(TOKEN_KEY);
 if (remembered) signIn(remembered, { quiet: true });

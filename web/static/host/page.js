@@ -31,6 +31,20 @@ export function renderView(view, answer) {
   const makeChat = (m) => chatItem(m, answer);
   syncList($("chat-list"), view.chat, makeChat, updateChat, $("chat-empty"));
   syncList($("alerts"), view.alerts, makeAlert, updateAlert, $("alerts-empty"));
+  renderAutopilot(view.autopilot);
+}
+
+// ---- autopilot ------------------------------------------------------------------------------
+function renderAutopilot(a) {
+  const box = $("autopilot");
+  if (document.activeElement !== box) box.checked = a.on; // not under the host's click
+  setText($("autopilot-state"), a.state);
+  syncList($("refused"), a.refused, makeFlagged, updateRefused, $("refused-empty"));
+}
+
+function updateRefused(li, r) {
+  setText(li.children[0], r.text);
+  setText(li.children[1], r.why);
 }
 
 // ---- alerts ---------------------------------------------------------------------------------

@@ -25,6 +25,20 @@ export function describeShow(show, facts) {
     speechCheck: speechCheck(show.speech_check, facts.sync_windows),
     chat: [...show.chat].reverse().map(chatMessage),
     alerts: [...(show.alerts || [])].reverse().map(alertItem),
+    autopilot: autopilot(show.autopilot),
+  };
+}
+
+const DOING = { greeting: "greeted new viewers", answer: "answered a viewer", topic: "talked about a topic" };
+
+/** The autopilot's switch, what it did last, and the chat it would not answer on air. */
+export function autopilot(a) {
+  if (!a) return { on: false, state: "", refused: [] };
+  const last = a.last ? `; last ${DOING[a.last] || a.last}` : "";
+  return {
+    on: a.enabled,
+    state: `${a.enabled ? "On" : "Off"} · answers chat ${a.answer_chat.replace("_", " ")}${last}`,
+    refused: [...a.refused].reverse().map((r) => ({ id: r.id, text: r.text, why: `refused: ${r.why}` })),
   };
 }
 
