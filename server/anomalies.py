@@ -111,6 +111,12 @@ class Anomalies:
             self.raise_alert(alert)
         return alert
 
+    def p99(self, series: str, least: int = 5) -> float | None:
+        """The series' p99 over its window now (None with fewer than `least` readings)."""
+        baseline = self._series[series]
+        baseline.expire(self.clock())
+        return baseline.p99() if len(baseline) >= least else None
+
     def raise_alert(self, alert: Alert) -> None:
         self.recent.append(alert)
         for listener in self.listeners:

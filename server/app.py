@@ -41,6 +41,8 @@ from .media.mediaclock import MediaClock
 from .media.timeline import SpeechTimeline
 from .memorywatch import MemoryWatch
 from .metrics import Metrics
+from .night.ladder import LADDER, Ladder
+from .night.watch import NIGHT_WATCH, NightWatch, local_clock
 from .show.assembly import assemble
 from .show.feedback import SpeechFeedback
 from .show.speechcache import SpeechCache
@@ -97,6 +99,21 @@ def build_app(
     aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(str(web_dir)), autoescape=True)
     api.add_routes(app)
     hostdesk.setup(app)  # the host panel's own endpoints, built on the API's helpers
+    app[MEMORY] = memory = MemoryWatch(
+        metrics, metrics.anomalies, cfg.alerts.rss_alert_mb * 1024 * 1024 or None
+    )
+    app[LADDER] = ladder = Ladder(cfg.night, time.monotonic)
+    ladder.listeners.append(lambda level, why: metrics.fallback_switches.labels(str(level)).inc())
+    night = NightWatch(
+        ladder,
+        metrics,
+        memory,
+        stage=lambda: live.stage,
+        broadcast=lambda: app.get(BROADCAST),
+        tell_pages=signals.set_state,
+        local=local_clock(cfg.night.timezone),
+    )
+    app[NIGHT_WATCH] = night
     desk = app[hostdesk.HOSTDESK]
     app[AUTOPILOT] = autopilot = Autopilot(
         cfg.autopilot,
@@ -116,9 +133,6 @@ def build_app(
 
     background: list[asyncio.Task] = []
     watch = StallWatch()
-    app[MEMORY] = memory = MemoryWatch(
-        metrics, metrics.anomalies, cfg.alerts.rss_alert_mb * 1024 * 1024 or None
-    )
 
     async def on_startup(app: web.Application) -> None:
         media = MediaClock(rate_ppm=cfg.stage.clock_skew_ppm)
@@ -136,6 +150,7 @@ def build_app(
             loop.create_task(heap.hand_back_every(), name="hand-back"),
             loop.create_task(memory.run(), name="memory"),
             loop.create_task(autopilot.run(), name="autopilot"),
+            loop.create_task(night.run(), name="night"),
         ]
         if cfg.alerts.webhook_url:
             webhook = Webhook(cfg.alerts.webhook_url)

@@ -14,6 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from .configcheck import check
+from .nightsettings import (
+    AlertsConfig,
+    AutopilotConfig,
+    CacheConfig,
+    LogbookConfig,
+    NightConfig,
+)
 
 
 @dataclass
@@ -133,70 +140,6 @@ class TimeConfig:
 
 
 @dataclass
-class LogbookConfig:
-    # the SQLite file that keeps accepted utterances and chat across restarts; empty: the
-    # user's state directory ($XDG_STATE_HOME, else ~/.local/state, /allnighter/logbook.sqlite);
-    # ":memory:" keeps nothing past the process
-    path: str = ""
-    keep_utterances: int = 10_000  # the newest finished utterances kept (unfinished: all)
-    keep_chat: int = 2_000
-
-
-@dataclass
-class AutopilotConfig:
-    # on at start (the host panel switches it at any time): the show never falls silent longer
-    # than max_silence_s; a host's line or interrupt always comes first
-    enabled: bool = False
-    max_silence_s: float = 20.0
-    host_grace_s: float = 30.0  # after a host acts, the autopilot waits this long
-    topics: list[str] = field(
-        default_factory=lambda: [
-            "the stars you can see tonight",
-            "what keeps people up at two in the morning",
-            "a small kindness someone did for you",
-            "the sounds of a city at night",
-        ]
-    )
-    greet: bool = True  # a stock greeting (spoken from the speech cache) for viewers joining
-    greetings: list[str] = field(
-        default_factory=lambda: [
-            "Welcome in, and thanks for keeping me company tonight.",
-            "Hello there, new friends. Pull up a chair.",
-        ]
-    )
-    # which viewer chat it answers, when nothing waits: "when_idle" (the oldest unanswered),
-    # "every_n" (once answer_every messages came since the last), "by_score" (the best
-    # question), or "off"
-    answer_chat: str = "when_idle"
-    answer_every: int = 3
-    # a viewer message it may answer: no blocked word, at most max_chars (else shown to the
-    # host as refused, never spoken)
-    blocked_words: list[str] = field(default_factory=list)
-    max_chars: int = 200
-
-
-@dataclass
-class CacheConfig:
-    # the speech cache of lines said again (server/show/speechcache.py): an SQLite file (empty:
-    # the user's state directory, /allnighter/speechcache.sqlite; ":memory:" keeps it in
-    # the process), or Redis when a URL is given ("redis://host:port/db"), shared by servers
-    path: str = ""
-    redis_url: str = ""
-    ttl_s: float = 6 * 3600.0  # fresh this long, ± jitter of it
-    jitter: float = 0.2
-    stale_s: float = 24 * 3600.0  # then served stale (and remade behind it) this long
-    max_entries: int = 2000  # on disk; Redis bounds itself
-
-
-@dataclass
-class AlertsConfig:
-    # each alert (server/anomalies.py) is also POSTed here as JSON; empty: none
-    webhook_url: str = ""
-    # resident memory (MB) past which an alert is raised; 0: three quarters of the machine's
-    rss_alert_mb: int = 0
-
-
-@dataclass
 class Config:
     host: str = "127.0.0.1"
     port: int = 8080
@@ -212,6 +155,7 @@ class Config:
     alerts: AlertsConfig = field(default_factory=AlertsConfig)
     cache: CacheConfig = field(default_factory=CacheConfig)
     autopilot: AutopilotConfig = field(default_factory=AutopilotConfig)
+    night: NightConfig = field(default_factory=NightConfig)
     # pages of other sites that may open the stage's socket (to embed it): "https://host[:port]"
     # each; the stage's own origin always may, any other may not
     allowed_origins: list[str] = field(default_factory=list)

@@ -83,6 +83,7 @@ def check(cfg: Config) -> None:
         )
     _whole(ap, "autopilot", "answer_every")
     _whole(ap, "autopilot", "max_chars")
+    _night(cfg)
     al = cfg.alerts
     if not isinstance(al.webhook_url, str) or (
         al.webhook_url and not re.fullmatch(r"https?://\S+", al.webhook_url)
@@ -98,3 +99,36 @@ def check(cfg: Config) -> None:
             f"the host token must be at least {MIN_TOKEN_CHARS} characters: a short one can be"
             " guessed (leave it unset for a generated one)"
         )
+
+
+def _night(cfg: Config) -> None:
+    import datetime as dt
+    import zoneinfo
+
+    n = cfg.night
+    try:
+        start, end = (dt.time.fromisoformat(t) for t in n.window)
+    except (TypeError, ValueError):
+        raise ValueError(f'night.window must be ["HH:MM", "HH:MM"], not {n.window!r}') from None
+    if not isinstance(n.window, list) or len(n.window) != 2 or start == end:
+        raise ValueError(f"night.window must be two different times, not {n.window!r}")
+    if n.timezone:
+        try:
+            zoneinfo.ZoneInfo(n.timezone)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"night.timezone is no known zone: {n.timezone!r}") from None
+    for name in ("night_level", "economy_level"):
+        level = getattr(n, name)
+        if isinstance(level, bool) or level not in (0, 1, 2, 3):
+            raise ValueError(f"night.{name} must be 0, 1, 2 or 3, not {level!r}")
+    for name in ("economy_after_s", "cpu_low", "gpu_low_mb", "ttfa_p99_s", "loop_lag_p99_s"):
+        if not _number(getattr(n, name)) or getattr(n, name) <= 0:
+            raise ValueError(f"night.{name} must be a positive number")
+    for name in ("frames_late", "rss_growth", "enter_s", "leave_s"):
+        if not _number(getattr(n, name)) or getattr(n, name) <= 0:
+            raise ValueError(f"night.{name} must be a positive number")
+    if not _number(n.leave_ratio) or not 0 < n.leave_ratio < 1:
+        raise ValueError(f"night.leave_ratio must be between 0 and 1, not {n.leave_ratio!r}")
+    _whole(n, "night", "tts_jobs_low", least=0)
+    _whole(n, "night", "compressed_tokens")
+    _whole(n, "night", "compressed_words")

@@ -185,6 +185,21 @@ class Metrics:
             ["outcome"],
             registry=r,
         )
+        self.fallback_level = Gauge(
+            "allnighter_fallback_level", "The night's fallback level (0-3)", registry=r
+        )
+        self.fallback_switches = Counter(
+            "allnighter_fallback_switches",
+            "Changes of the fallback level, by the level reached",
+            ["level"],
+            registry=r,
+        )
+        self.compression = Histogram(
+            "allnighter_compression_ratio",
+            "At fallback level 1 and above: a prompt's words kept, over its words",
+            buckets=(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
+            registry=r,
+        )
         # every latency the night watches goes through here as well as to its histogram
         self.anomalies = Anomalies()
         self.anomalies.listeners.append(

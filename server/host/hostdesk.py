@@ -8,6 +8,7 @@ interrupted or reported failed like any other.
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
 from typing import Any
 
@@ -16,6 +17,8 @@ from aiohttp import web
 from ..keys import BROADCAST, CONFIG, LIVE, MEMORY, METRICS, PEERS, SIGNALS
 from ..media.mediaclock import SAMPLE_RATE
 from ..media.syncwindows import ATSC, EBU_R37, in_window
+from ..night.ladder import LADDER
+from ..night.watch import NIGHT_WATCH
 from ..show.utterances import rounded_median
 from .api import ApiError, json_response, read_json, require_host, role_from, submit
 from .autopilot import AUTOPILOT, chat_prompt
@@ -43,6 +46,7 @@ def setup(app: web.Application) -> None:
     app.router.add_get("/api/v1/show", show)
     app.router.add_post("/api/v1/chat/answer", answer_chat)
     app.router.add_post("/api/v1/autopilot", switch_autopilot)
+    app.router.add_post("/api/v1/fallback", pin_fallback)
 
 
 async def show(request: web.Request) -> web.Response:
@@ -65,6 +69,9 @@ async def show(request: web.Request) -> web.Response:
         "sample_rate": SAMPLE_RATE,
         **{k: v for k, v in signals.state.items() if isinstance(v, int | float | str | bool)},
     }
+    ladder = app[LADDER]
+    since_ms = time.time() * 1000 - (ladder.clock() - ladder.since) * 1000
+    health["fallback"] = ladder.to_json(round(since_ms))
     if stage is None:
         health["step"] = app[LIVE].step
     chat = [
@@ -149,6 +156,20 @@ async def switch_autopilot(request: web.Request) -> web.Response:
     autopilot = request.app[AUTOPILOT]
     autopilot.switch(enabled)
     return json_response(autopilot.to_json())
+
+
+async def pin_fallback(request: web.Request) -> web.Response:
+    """{"level": 0-3 | null} → 200 with the ladder: the host pins the night's fallback level
+    (null: the triggers decide again)."""
+    require_host(request)
+    body = await read_json(request)
+    level = body.get("level", "missing")
+    if level is not None and (isinstance(level, bool) or level not in (0, 1, 2, 3)):
+        raise ApiError(400, '"level" must be 0, 1, 2, 3 or null')
+    ladder = request.app[LADDER]
+    ladder.pin(level)
+    await request.app[NIGHT_WATCH].tell()
+    return json_response(ladder.to_json())
 
 
 async def answer_chat(request: web.Request) -> web.Response:

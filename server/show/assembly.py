@@ -54,7 +54,7 @@ def assemble(
     correction = feedback.correction_samples if feedback is not None else no_correction
     announcer = Announcer(emit, stamps)
     pipeline = Pipeline(
-        Phrasing(llm, cfg.stage, cfg.models, metrics, gate, stamps),
+        Phrasing(llm, cfg.stage, cfg.models, metrics, gate, stamps, cfg.night),
         Speaking(tts, cfg.stage, cfg.models.tts_deadline_s, metrics, gate, speech_cache),
         Placing(clock, timeline, broadcast, cfg.stage, metrics, tap, correction),
         announcer,

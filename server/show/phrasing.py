@@ -16,9 +16,10 @@ from collections.abc import AsyncGenerator
 
 from models.protocols import LLM
 
-from ..config import ModelConfig, StageConfig
+from ..config import ModelConfig, NightConfig, StageConfig
 from ..metrics import Metrics
 from . import phrases
+from .condensing import condense
 from .inference import stream_tokens
 from .speech import SpeechFirst
 from .stamps import Stamps
@@ -38,8 +39,10 @@ class Phrasing:
         metrics: Metrics,
         gate: SpeechFirst,
         stamps: Stamps,
+        night: NightConfig | None = None,
     ) -> None:
         self.llm, self.stage, self.models = llm, stage, models
+        self.night = night or NightConfig()
         self.metrics, self.gate, self.stamps = metrics, gate, stamps
 
     async def write(self, utt: Utterance, buffer: asyncio.Queue[str | None]) -> None:
@@ -69,7 +72,12 @@ class Phrasing:
             for word in phrases.word_tokens(utt.text):
                 yield word
             return
-        messages = self.llm.chat_messages(utt.character.persona, utt.text)
+        prompt, budget = utt.text, self.models.max_new_tokens
+        if utt.level >= 1:  # the night's first step: condensed prompts, shorter replies
+            prompt, kept = condense(prompt, self.night.compressed_words)
+            self.metrics.compression.observe(kept)
+            budget = min(budget, self.night.compressed_tokens)
+        messages = self.llm.chat_messages(utt.character.persona, prompt)
         cancel = threading.Event()
         started = time.perf_counter()
         mc = self.models
@@ -79,7 +87,7 @@ class Phrasing:
             cancel,
             between_tokens=self.gate.between_tokens,
             deadline_s=mc.llm_token_deadline_s,
-            max_new_tokens=mc.max_new_tokens,
+            max_new_tokens=budget,
             temperature=mc.temperature,
         )
         directions = phrases.StageDirections()

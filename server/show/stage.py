@@ -46,6 +46,7 @@ class Stage:
         self.queue = UtteranceQueue(stage.queue_size)
         self.history: deque[Utterance] = deque(maxlen=stage.history)
         self.before_restart: list[dict] = []  # the records of utterances finished before it
+        self.level = 0  # the night's fallback level: an utterance takes it when taken up
         self._current_task: asyncio.Task | None = None
         self._worker: asyncio.Task | None = None
 
@@ -134,6 +135,7 @@ class Stage:
             utt = await self.queue.get()
             self.metrics.queue_depth.set(len(self.queue))
             self.playout.speaking = utt
+            utt.level = self.level  # a level changes between utterances, never inside one
             self.outcomes.speaking(utt)
             self._current_task = asyncio.get_running_loop().create_task(
                 self._perform(utt), name=f"utterance-{utt.id}"

@@ -86,6 +86,7 @@ class Utterance:
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
     cache: bool = False  # a line said again: its speech comes from the speech cache
     source: str = "host"  # who asked for it: "host", or "autopilot" (a host always comes first)
+    level: int = 0  # the night's fallback level it was spoken at (set when it is taken up)
     accepted_at: float = field(default_factory=time.monotonic)
     state: UtteranceState = UtteranceState.QUEUED
     phrases: list[str] = field(default_factory=list)
@@ -133,6 +134,7 @@ class Utterance:
             "text": self.text,
             "cache": self.cache,
             "source": self.source,
+            "level": self.level,
             "spoken_text": self.spoken_text,
             "phrases": list(self.phrases),
             "tokens": self.tokens,

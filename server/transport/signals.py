@@ -144,6 +144,11 @@ class Signals:
         if self.onsets.pop(sid, None):
             self.metrics.viewer_lipsync.remove(sid)  # labelled once it had an onset
 
+    async def set_state(self, changes: dict[str, Any]) -> None:
+        """The show's state changed (the night's fallback level): every page hears it."""
+        self.state.update(changes)
+        await self.sio.emit("state", self.state)
+
     async def _chat(self, sid: str, data: Any = None) -> dict:
         if not isinstance(data, dict) or not isinstance(data.get("text"), str):
             self.metrics.rejected.labels("chat_shape").inc()

@@ -216,3 +216,20 @@ test("the autopilot: its switch, what it did last, and the chat it refused, newe
   assert.deepEqual(off.autopilot, { on: false, state: "Off · answers chat when idle", refused: [] });
   assert.deepEqual(describeShow(show(), FACTS).autopilot, { on: false, state: "", refused: [] });
 });
+
+test("the night's ladder: the level and why on the pill's hover, and the pin's choice", () => {
+  const h = {
+    status: "ok", fallback_level: 2, night: true,
+    fallback: { level: 2, reason: "the night window", pinned: false, night: true },
+  };
+  assert.deepEqual(linkState(h), {
+    state: "degraded", text: "live · fallback 2", why: "fallback 2: the night window",
+  });
+  const v = describeShow(show({ health: { ...h, current_sample: 0, sample_rate: RATE } }), FACTS);
+  assert.deepEqual(v.fallback, { choice: "auto", state: "Level 2: the night window · night window" });
+  const pinned = { ...h.fallback, pinned: true, reason: "pinned by the host", night: false };
+  assert.deepEqual(describeShow(show({ health: { ...h, fallback: pinned } }), FACTS).fallback, {
+    choice: "2", state: "Level 2: pinned by the host",
+  });
+  assert.equal(linkState({ ...h, fallback: pinned }).why, "fallback 2: pinned by the host (pinned)");
+});

@@ -157,6 +157,15 @@ async function switchAutopilot() {
   refreshNow();
 }
 
+async function pinFallback() {
+  const choice = $("fallback").value;
+  const level = choice === "auto" ? null : Number(choice);
+  const { status, data } = await api("POST", "/api/v1/fallback", { level });
+  if (status !== 200) setText($("fallback-state"), explain(status, data));
+  $("fallback").blur();
+  refreshNow();
+}
+
 function updateCount() {
   const n = $("say-text").value.length;
   setText($("say-count"), `${n} / ${facts.text_limits.say}`);
@@ -187,6 +196,7 @@ $("say-text").addEventListener("keydown", (e) => {
 });
 $("interrupt").addEventListener("click", interrupt);
 $("autopilot").addEventListener("change", switchAutopilot);
+$("fallback").addEventListener("change", pinFallback);
 
 const remembered = sessionStorage.getItem(TOKEN_KEY);
 if (remembered) signIn(remembered, { quiet: true });

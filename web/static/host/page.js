@@ -32,6 +32,9 @@ export function renderView(view, answer) {
   syncList($("chat-list"), view.chat, makeChat, updateChat, $("chat-empty"));
   syncList($("alerts"), view.alerts, makeAlert, updateAlert, $("alerts-empty"));
   renderAutopilot(view.autopilot);
+  const pick = $("fallback");
+  if (document.activeElement !== pick) pick.value = view.fallback.choice;
+  setText($("fallback-state"), view.fallback.state);
 }
 
 // ---- autopilot ------------------------------------------------------------------------------

@@ -26,6 +26,17 @@ export function describeShow(show, facts) {
     chat: [...show.chat].reverse().map(chatMessage),
     alerts: [...(show.alerts || [])].reverse().map(alertItem),
     autopilot: autopilot(show.autopilot),
+    fallback: fallback(h.fallback),
+  };
+}
+
+/** The night's ladder: the level, why, and the pin's choice ("auto" when not pinned). */
+export function fallback(f) {
+  if (!f) return { choice: "auto", state: "" };
+  const night = f.night ? " · night window" : "";
+  return {
+    choice: f.pinned ? String(f.level) : "auto",
+    state: `Level ${f.level}: ${f.reason}${night}`,
   };
 }
 
@@ -46,8 +57,10 @@ export function autopilot(a) {
 export function linkState(h) {
   if (h.status === "ok") {
     const level = h.fallback_level || 0;
-    if (level > 0) return { state: "degraded", text: `live · fallback ${level}`, why: "" };
-    return { state: "live", text: h.night ? "live · night" : "live", why: "" };
+    const f = h.fallback;
+    const why = f ? `fallback ${f.level}: ${f.reason}${f.pinned ? " (pinned)" : ""}` : "";
+    if (level > 0) return { state: "degraded", text: `live · fallback ${level}`, why };
+    return { state: "live", text: h.night ? "live · night" : "live", why };
   }
   return { state: "loading", text: h.step ? `loading · ${h.step}` : "loading", why: "" };
 }
