@@ -106,6 +106,8 @@ def _night(cfg: Config) -> None:
     import zoneinfo
 
     n = cfg.night
+    if not isinstance(n.triggers, bool):
+        raise ValueError("night.triggers must be true or false")
     try:
         start, end = (dt.time.fromisoformat(t) for t in n.window)
     except (TypeError, ValueError):

@@ -21,6 +21,7 @@ class NightConfig:
     # the night window, local time of the show (it may cross midnight), and the zone ("": the
     # machine's)
     window: list[str] = field(default_factory=lambda: ["01:00", "06:00"])
+    triggers: bool = True  # false: only the host's pin moves the level
     timezone: str = ""
     night_level: int = 1  # wanted inside the window
     economy_level: int = 1  # wanted after economy_after_s of low load

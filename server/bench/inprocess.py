@@ -31,8 +31,17 @@ def free_port() -> int:
 class LiveServer:
     """An in-process server on 127.0.0.1 with its own loop thread."""
 
-    def __init__(self, cfg: Config, models: Models | None = None, port: int | None = None) -> None:
+    def __init__(
+        self,
+        cfg: Config,
+        models: Models | None = None,
+        port: int | None = None,
+        night_triggers: bool = False,
+    ) -> None:
         self.cfg = cfg
+        # a test's or a bench's show is the same at any hour and under any load: only a pin
+        # moves its fallback level, unless asked for the triggers
+        self.cfg.night.triggers = night_triggers
         self.cfg.port = port or free_port()
         # a test's or a bench's server takes up nothing another one left, unless told where
         self.cfg.logbook.path = self.cfg.logbook.path or IN_MEMORY

@@ -150,8 +150,13 @@ def talking_server(
     env = {**os.environ, "ALLNIGHTER_HOST_TOKEN": token}
     config = Path(tempfile.mkstemp(suffix=".toml")[1])
     # a bench's server takes up nothing a run before it left (server/logbook.py), nor its
-    # speech (server/show/speechcache.py)
-    config.write_text(settings + '\n[logbook]\npath = ":memory:"\n[cache]\npath = ":memory:"\n')
+    # speech (server/show/speechcache.py); and it is the same show at any hour (the night's
+    # triggers off)
+    config.write_text(
+        settings
+        + '\n[logbook]\npath = ":memory:"\n[cache]\npath = ":memory:"\n'
+        + "[night]\ntriggers = false\n"
+    )
     server = subprocess.Popen(
         [sys.executable, "-m", "server.cli", "serve", "--port", str(port), "--config", str(config)],
         env=env,

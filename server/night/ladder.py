@@ -140,6 +140,8 @@ class Ladder:
     def _wanted(self) -> int:
         if self.pinned is not None:
             return self.pinned
+        if not self.cfg.triggers:
+            return 0
         c = self.cfg
         night = c.night_level if self.night else 0
         economy = c.economy_level if self._economy else 0

@@ -109,3 +109,11 @@ def test_the_hosts_pin_wins_until_unpinned():
     ladder.pin(None)
     assert feed(ladder, sim, 10, local="02:00")[-1] == 1
     assert heard == [(3, "pinned by the host"), (0, "pinned by the host"), (1, "the night window")]
+
+
+def test_with_its_triggers_off_only_the_pin_moves_it():
+    sim = SimTime()
+    ladder = Ladder(NightConfig(triggers=False), sim)
+    assert set(feed(ladder, sim, 600, local="02:00", ttfa_p99_s=9.0)) == {0}
+    ladder.pin(2)
+    assert ladder.level == 2
