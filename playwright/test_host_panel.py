@@ -157,10 +157,13 @@ def test_host_panel_keeps_refreshing_after_bad_answers(browser: Browser, show: L
     page.close()
 
 
-def test_host_switches_the_autopilot_from_the_panel(browser: Browser, show: LiveServer):
+def test_host_switches_the_autopilot_and_sees_the_last_hour(browser: Browser, show: LiveServer):
     from server.host.autopilot import AUTOPILOT
 
     page = open_desk(browser, show.url)
+    # the last hour's charts are drawn (uPlot, from the history sampled since the show began)
+    for chart in ("chart-ttfa", "chart-viewers", "chart-rss", "chart-night"):
+        expect(page.locator(f"#{chart} canvas")).to_be_visible(timeout=10_000)
     box, state = page.get_by_test_id("autopilot"), page.get_by_test_id("autopilot-state")
     expect(state).to_contain_text("Off", timeout=10_000)
     box.check()

@@ -85,6 +85,7 @@ class Anomalies:
         self.clock, self.wall_ms = clock, wall_ms
         self._series = {name: RollingP99(window_s) for name in SERIES}
         self.recent: deque[Alert] = deque(maxlen=KEPT)
+        self.raised = 0  # alerts ever raised
         self.listeners: list[Callable[[Alert], None]] = []  # the counter, the webhook
 
     def observe(self, series: str, seconds: float) -> Alert | None:
@@ -118,6 +119,7 @@ class Anomalies:
         return baseline.p99() if len(baseline) >= least else None
 
     def raise_alert(self, alert: Alert) -> None:
+        self.raised += 1
         self.recent.append(alert)
         for listener in self.listeners:
             listener(alert)

@@ -20,6 +20,7 @@ from .facts import page_facts
 from .headers import security_headers
 from .host import api, hostdesk
 from .host.autopilot import AUTOPILOT, Autopilot
+from .host.history import HISTORY, History
 from .keys import (
     BROADCAST,
     CONFIG,
@@ -114,6 +115,7 @@ def build_app(
         local=local_clock(cfg.night.timezone),
     )
     app[NIGHT_WATCH] = night
+    app[HISTORY] = history = History(hostdesk.night_figures(app))
     desk = app[hostdesk.HOSTDESK]
     app[AUTOPILOT] = autopilot = Autopilot(
         cfg.autopilot,
@@ -151,6 +153,7 @@ def build_app(
             loop.create_task(memory.run(), name="memory"),
             loop.create_task(autopilot.run(), name="autopilot"),
             loop.create_task(night.run(), name="night"),
+            loop.create_task(history.run(), name="history"),
         ]
         if cfg.alerts.webhook_url:
             webhook = Webhook(cfg.alerts.webhook_url)
@@ -253,7 +256,7 @@ async def _watch_loop_lag(metrics: Metrics, watch: StallWatch, period: float = 0
 
 
 # The browser's npm packages, served to the import map in the pages; only these folders.
-VENDOR = {"three": "three", "socket.io-client": "socket.io-client/dist"}
+VENDOR = {"three": "three", "socket.io-client": "socket.io-client/dist", "uplot": "uplot/dist"}
 
 
 def _add_vendor_routes(app: web.Application, node_modules: Path) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
@@ -22,6 +23,7 @@ from ..night.watch import NIGHT_WATCH
 from ..show.utterances import rounded_median
 from .api import ApiError, json_response, read_json, require_host, role_from, submit
 from .autopilot import AUTOPILOT, chat_prompt
+from .history import HISTORY
 
 ANSWERED_KEPT = 500  # chat ids remembered as answered (more than the chat buffer holds)
 
@@ -47,6 +49,7 @@ def setup(app: web.Application) -> None:
     app.router.add_post("/api/v1/chat/answer", answer_chat)
     app.router.add_post("/api/v1/autopilot", switch_autopilot)
     app.router.add_post("/api/v1/fallback", pin_fallback)
+    app.router.add_get("/api/v1/history", history)
 
 
 async def show(request: web.Request) -> web.Response:
@@ -156,6 +159,37 @@ async def switch_autopilot(request: web.Request) -> web.Response:
     autopilot = request.app[AUTOPILOT]
     autopilot.switch(enabled)
     return json_response(autopilot.to_json())
+
+
+async def history(request: web.Request) -> web.Response:
+    """The last hour, sampled every ten seconds, as columns for the panel's charts."""
+    require_host(request)
+    return json_response(request.app[HISTORY].columns())
+
+
+def night_figures(app: web.Application) -> Callable[[], dict[str, float | None]]:
+    """What the history samples: a reader of the show's figures now (alerts: since the last
+    reading)."""
+    alerts_seen = 0
+
+    def read() -> dict[str, float | None]:
+        nonlocal alerts_seen
+        anomalies = app[METRICS].anomalies
+        v = viewers(app)
+        ttfa = anomalies.p99("text_to_first_audio")
+        rss = app[MEMORY].last.get("rss")
+        alerts, alerts_seen = anomalies.raised - alerts_seen, anomalies.raised
+        return {
+            "ttfa_p99_ms": None if ttfa is None else ttfa * 1000,
+            "lipsync_p95_ms": v["lipsync_drawn_ms_p95_abs"],
+            "fps": v["fps_median"],
+            "viewers": max(v["webrtc"], v["sockets"]),
+            "rss_mb": None if rss is None else rss / 2**20,
+            "fallback_level": app[LADDER].level,
+            "alerts": alerts,
+        }
+
+    return read
 
 
 async def pin_fallback(request: web.Request) -> web.Response:

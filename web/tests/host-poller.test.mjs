@@ -132,3 +132,14 @@ test("what the pill says of an answer that is not the show's", () => {
   });
   assert.equal(unshowable(new Error("boom")).why, "The show's state could not be shown: boom");
 });
+
+test("started now, it polls at once and then a period after the answer, one chain only", async () => {
+  const { p, timers, seen } = poller([{ status: 200, data: 1 }, { status: 200, data: 2 }]);
+  p.start(); // scheduled a period from now...
+  await p.startNow(); // ...replaced by a poll now
+  assert.deepEqual(seen.shown, [1]);
+  assert.equal(timers.pending.size, 1);
+  await timers.fire();
+  assert.deepEqual(seen.shown, [1, 2]);
+  assert.equal(timers.pending.size, 1);
+});

@@ -88,3 +88,32 @@ def test_time_endpoint_says_the_show_runs_on_the_local_oscillator_by_default(ton
     assert body["running_on"] == "local oscillator" and body["synced"] is False
     assert body["sources"] == [] and body["error_bound_s"] is None
     assert abs(body["now_ms"] - before) < 5_000
+
+
+def test_the_last_hour_is_kept_as_columns_and_served_to_the_host():
+    from server.host.history import SERIES, History
+
+    figures = iter(
+        [
+            {"ttfa_p99_ms": 410.123, "viewers": 3, "fallback_level": 0, "alerts": 0},
+            {"ttfa_p99_ms": None, "viewers": 4, "fallback_level": 1, "alerts": 2},
+        ]
+    )
+    clock = iter([1_000_000.0, 1_010_000.0])
+    history = History(lambda: next(figures), wall_ms=lambda: next(clock), keep_s=3600)
+    history.sample()
+    history.sample()
+    columns = history.columns()
+    assert columns["series"] == list(SERIES) and columns["t"] == [1000.0, 1010.0]
+    assert columns["ttfa_p99_ms"] == [410.12, None] and columns["alerts"] == [0, 2]
+    assert columns["fps"] == [None, None]  # unknown stays unknown
+    assert history.samples.maxlen == 360  # an hour of ten-second samples
+
+
+def test_history_needs_the_host_token(tone_server):
+    srv = tone_server
+    status, _ = srv.call(request(srv, "GET", "/api/v1/history", token=None))
+    assert status == 401
+    status, columns = srv.call(request(srv, "GET", "/api/v1/history"))
+    assert status == 200 and len(columns["t"]) >= 1  # sampled at start
+    assert columns["viewers"][-1] == 0 and columns["fallback_level"][-1] == 0

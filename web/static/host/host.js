@@ -9,6 +9,8 @@ import { callApi, explain } from "./api.js";
 import { $, setText } from "./dom.js";
 import { clock } from "./format.js";
 import { renderView, showLink } from "./page.js";
+import { chartBoxes, drawCharts } from "./charts.js";
+import { HISTORY_MS } from "./chartdata.js";
 import { ShowPoller } from "./poller.js";
 import { describeShow } from "./showview.js";
 
@@ -27,7 +29,18 @@ const poller = new ShowPoller({
   unauthorized: () => signOut("Wrong host token"),
 });
 
+// the last hour's charts: the history every ten seconds (a failed one waits for the next)
+const hourPoller = new ShowPoller({
+  fetchShow: () => api("GET", "/api/v1/history"),
+  show: drawCharts,
+  link: () => {},
+  unauthorized: () => {},
+  periodMs: HISTORY_MS,
+});
+$("charts").append(...chartBoxes());
+
 // ---- sign in / out --------------------------------------------------------------------------
+
 async function signIn(candidate, { quiet = false } = {}) {
   const button = $("login");
   button.disabled = true;
@@ -45,6 +58,7 @@ async function signIn(candidate, { quiet = false } = {}) {
     $("desk").hidden = false;
     render(data);
     poller.start();
+    hourPoller.startNow();
     $("say-text").focus();
     return true;
   }
@@ -57,6 +71,7 @@ function signOut(message = "") {
   token = null;
   sessionStorage.removeItem(TOKEN_KEY);
   poller.stop();
+  hourPoller.stop();
   $("desk").hidden = true;
   $("login-card").hidden = false;
   setText($("login-error"), message);

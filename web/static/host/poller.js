@@ -37,6 +37,14 @@ export class ShowPoller {
     this.timer = this.timers.setTimeout(() => this.poll(), this.periodMs);
   }
 
+  /** Poll now, and on until stop(). */
+  startNow() {
+    this.active = true;
+    this.timers.clearTimeout(this.timer);
+    this.timer = null;
+    return this.poll();
+  }
+
   stop() {
     this.active = false;
     this.timers.clearTimeout(this.timer);
