@@ -19,6 +19,8 @@ import ntplib
 
 from timesync.tools import which
 
+from .processes import end
+
 
 def chronyd_path() -> str | None:
     """chronyd's path, or None when chrony is not installed (it lives in /usr/sbin)."""
@@ -66,12 +68,7 @@ def chrony_on_loopback(tmpdir: str | Path, ready_timeout: float = 5.0) -> Iterat
             _wait_until_serving(proc, port, ready_timeout, log_path)
             yield port
         finally:
-            proc.terminate()
-            try:
-                proc.wait(5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            end(proc)
 
 
 def _wait_until_serving(proc: subprocess.Popen, port: int, timeout: float, log: Path) -> None:

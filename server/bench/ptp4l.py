@@ -17,6 +17,8 @@ from pathlib import Path
 from timesync.measurement import Measurement
 from timesync.tools import which
 
+from .processes import end
+
 CONFIG = """[global]
 free_running 1
 logSyncInterval -3
@@ -89,8 +91,7 @@ class PTPPair:
 
     def __exit__(self, *exc: object) -> None:
         for p in self.procs:
-            p.terminate()
-            p.wait(5)
+            end(p)
         for ns in (self.master_ns, self.slave_ns):
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
         shutil.rmtree(self.dir, ignore_errors=True)

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from timesync.tools import which
 
+from .processes import end
+
 
 def redis_server_path() -> str | None:
     """redis-server's path, or None when Redis is not installed."""
@@ -45,11 +47,7 @@ def redis_on_loopback(tmpdir: str | Path, ready_timeout: float = 5.0) -> Iterato
             time.sleep(0.02)
         yield f"redis://127.0.0.1:{port}/0"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        end(proc)
 
 
 def _pong(port: int) -> bool:
