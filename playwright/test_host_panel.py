@@ -164,6 +164,8 @@ def test_host_switches_the_autopilot_and_sees_the_last_hour(browser: Browser, sh
     # the last hour's charts are drawn (uPlot, from the history sampled since the show began)
     for chart in ("chart-ttfa", "chart-viewers", "chart-rss", "chart-night"):
         expect(page.locator(f"#{chart} canvas")).to_be_visible(timeout=10_000)
+    page.locator("#charts").scroll_into_view_if_needed()
+    screenshot(page, "host-panel-last-hour")
     box, state = page.get_by_test_id("autopilot"), page.get_by_test_id("autopilot-state")
     expect(state).to_contain_text("Off", timeout=10_000)
     box.check()

@@ -7,6 +7,11 @@ import { $, el, setText } from "./dom.js";
 import { CHARTS, LABELS, chartData, latest } from "./chartdata.js";
 
 const COLOURS = ["#7dd3fc", "#fbbf24"];
+const lastHour = (u, min, max) => {
+  const end = max ?? Date.now() / 1000;
+  return [end - 3600, end];
+};
+const clockTime = (s) => new Date(s * 1000).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
 const plots = new Map();
 
 function make(chart, data) {
@@ -26,8 +31,12 @@ function make(chart, data) {
     height: 110,
     series,
     legend: { show: false },
+    // always the whole last hour, ending at the newest sample (one sample is a point, not a
+    // chart of its own scale)
+    scales: { x: { time: true, range: lastHour } },
     axes: [
-      { stroke: "#9ca3af", grid: { stroke: "#ffffff14" } },
+      // the hour of the night, not the date: every point of the chart is within the last hour
+      { stroke: "#9ca3af", grid: { stroke: "#ffffff14" }, values: (u, splits) => splits.map(clockTime) },
       { stroke: "#9ca3af", grid: { stroke: "#ffffff14" }, size: 44 },
     ],
   };
