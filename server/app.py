@@ -134,7 +134,7 @@ def build_app(
     _add_vendor_routes(app, web_dir / "node_modules")
 
     background: list[asyncio.Task] = []
-    watch = StallWatch()
+    watch = StallWatch(cfg.alerts.stall_log_s)
 
     async def on_startup(app: web.Application) -> None:
         media = MediaClock(rate_ppm=cfg.stage.clock_skew_ppm)

@@ -89,6 +89,8 @@ def check(cfg: Config) -> None:
         al.webhook_url and not re.fullmatch(r"https?://\S+", al.webhook_url)
     ):
         raise ValueError(f"alerts.webhook_url must be an http(s) URL, not {al.webhook_url!r}")
+    if not _number(al.stall_log_s) or not 0.01 <= al.stall_log_s <= 60:
+        raise ValueError(f"alerts.stall_log_s must be 0.01-60 s, not {al.stall_log_s!r}")
     if isinstance(al.rss_alert_mb, bool) or not isinstance(al.rss_alert_mb, int):
         raise ValueError(f"alerts.rss_alert_mb must be a whole number, not {al.rss_alert_mb!r}")
     for origin in cfg.allowed_origins:

@@ -95,3 +95,6 @@ class AlertsConfig:
     webhook_url: str = ""
     # resident memory (MB) past which an alert is raised; 0: three quarters of the machine's
     rss_alert_mb: int = 0
+    # an event loop held this long logs every thread's stack (server/stalls.py); lower it to
+    # find what holds the loop for tens of milliseconds
+    stall_log_s: float = 0.4

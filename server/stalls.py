@@ -15,10 +15,12 @@ log = logging.getLogger(__name__)
 
 
 class StallWatch:
-    """`beat()` from the event loop; a thread beside it reports a beat that is late."""
+    """`beat()` from the event loop every `beat_s`; a thread beside it reports a beat that is
+    late by more than `stall_s` (looking four times within that)."""
 
-    def __init__(self, after_s: float = 0.5, poll_s: float = 0.1) -> None:
-        self.after_s, self.poll_s = after_s, poll_s
+    def __init__(self, stall_s: float = 0.4, beat_s: float = 0.1) -> None:
+        self.after_s = beat_s + stall_s
+        self.poll_s = min(0.1, stall_s / 4)
         self.last_beat = time.monotonic()
         self.loop_thread = threading.get_ident()
         self.stalls = 0
