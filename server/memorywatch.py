@@ -11,7 +11,6 @@ at the line does not raise one every sample.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import resource
@@ -21,6 +20,7 @@ from typing import Any
 
 from .anomalies import Alert, Anomalies
 from .metrics import Metrics
+from .tasks import every
 
 log = logging.getLogger(__name__)
 
@@ -115,9 +115,4 @@ class MemoryWatch:
             self._raised.discard(series)
 
     async def run(self, every_s: float = 10.0) -> None:
-        while True:
-            try:
-                self.sample()
-            except Exception:  # a figure that cannot be read is no reason to stop watching
-                log.exception("memory: sampling failed")
-            await asyncio.sleep(every_s)
+        await every(every_s, "memory: sampling", self.sample)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -39,3 +40,17 @@ async def supervised(
         restarted()
         wait = wait * 2 if time.monotonic() - started < 1.0 else delay_s
         await asyncio.sleep(min(wait, 5.0))
+
+
+async def every(period_s: float, what: str, look: Callable[[], object]) -> None:
+    """Call `look()` (plain or async; what it returns is not used) every `period_s` for as
+    long as the server runs. A look that fails is logged and the next comes on time: a figure
+    that cannot be read once is no reason to stop watching."""
+    while True:
+        try:
+            result = look()
+            if inspect.isawaitable(result):
+                await result
+        except Exception:
+            log.exception("%s failed", what)
+        await asyncio.sleep(period_s)

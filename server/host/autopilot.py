@@ -17,7 +17,6 @@ for `host_grace_s`. Its decisions run on an injectable clock (the night's simula
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import random
 import re
@@ -31,6 +30,7 @@ from aiohttp import web
 from ..config import AutopilotConfig, RoleConfig
 from ..show.stage import Stage
 from ..show.utterances import QueueFull, Utterance
+from ..tasks import every
 
 log = logging.getLogger(__name__)
 
@@ -180,12 +180,7 @@ class Autopilot:
         }
 
     async def run(self, every_s: float = 0.5) -> None:
-        while True:
-            try:
-                self.tick()
-            except Exception:  # one bad look is no reason to stop looking
-                log.exception("autopilot: a look at the show failed")
-            await asyncio.sleep(every_s)
+        await every(every_s, "autopilot: a look at the show", self.tick)
 
 
 AUTOPILOT = web.AppKey("autopilot", Autopilot)

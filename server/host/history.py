@@ -6,8 +6,6 @@ columns (uPlot's shape: times, then one list per series, `null` where a figure w
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import time
 from collections import deque
 from collections.abc import Callable
@@ -15,7 +13,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-log = logging.getLogger(__name__)
+from ..tasks import every
 
 EVERY_S = 10.0
 KEEP_S = 3600.0
@@ -61,12 +59,7 @@ class History:
         return out
 
     async def run(self) -> None:
-        while True:
-            try:
-                self.sample()
-            except Exception:  # a figure that cannot be read is no reason to stop keeping
-                log.exception("history: a sample failed")
-            await asyncio.sleep(self.every_s)
+        await every(self.every_s, "history: a sample", self.sample)
 
 
 def _rounded(x: float | None) -> float | None:

@@ -4,9 +4,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
-import logging
 import os
 import time
 import zoneinfo
@@ -19,9 +17,9 @@ from ..media.broadcast import Broadcast
 from ..memorywatch import MemoryWatch
 from ..metrics import Metrics
 from ..show.stage import Stage
+from ..tasks import every
 from .ladder import Ladder, Reading
 
-log = logging.getLogger(__name__)
 MB = 1024 * 1024
 
 
@@ -90,12 +88,7 @@ class NightWatch:
         await self._tell({"fallback_level": self.ladder.level, "night": self.ladder.night})
 
     async def run(self, every_s: float = 5.0) -> None:
-        while True:
-            try:
-                await self.look()
-            except Exception:  # a figure that cannot be read is no reason to stop watching
-                log.exception("night: a look at the show failed")
-            await asyncio.sleep(every_s)
+        await every(every_s, "night: a look at the show", self.look)
 
     # ---- figures over the last interval ----------------------------------------------------
     @staticmethod

@@ -126,3 +126,23 @@ def test_an_interrupt_frees_the_stage_from_a_hung_synthesis(show):
     assert stopped["state"] == "interrupted"
     assert took < DEADLINE_S + 2
     assert after["state"] == "done"
+
+
+def test_a_periodic_look_that_fails_is_logged_and_the_next_comes_on_time(caplog):
+    from server.tasks import every
+
+    looks: list[int] = []
+
+    async def look() -> None:
+        looks.append(len(looks))
+        if len(looks) == 2:
+            raise RuntimeError("a figure could not be read")
+
+    async def watch_a_while() -> None:
+        task = asyncio.create_task(every(0.02, "test: a look", look))
+        await asyncio.sleep(0.15)
+        task.cancel()
+
+    asyncio.run(watch_a_while())
+    assert len(looks) >= 4  # on after the failure
+    assert "test: a look failed" in caplog.text and "a figure could not be read" in caplog.text
