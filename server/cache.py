@@ -19,12 +19,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import sqlite3
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
+
+from .sqlitefile import open_db
 
 log = logging.getLogger(__name__)
 
@@ -124,12 +125,8 @@ class SQLiteStore:
     those that would expire soonest go first."""
 
     def __init__(self, path: str | Path, max_entries: int = 2000) -> None:
-        if str(path) != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
         self.max_entries = max_entries
-        self._db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db = open_db(path)
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, value BLOB NOT NULL,"
             " fresh_until REAL NOT NULL, keep_until REAL NOT NULL)"

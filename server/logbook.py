@@ -24,9 +24,10 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from .sqlitefile import open_db
+
 log = logging.getLogger(__name__)
 
-IN_MEMORY = ":memory:"  # a logbook that keeps nothing past the process (tests, benches)
 TRIM_EVERY = 200  # writes between trims
 
 _SCHEMA = """
@@ -54,14 +55,9 @@ class Logbook:
     def __init__(
         self, path: str | Path, keep_utterances: int = 10_000, keep_chat: int = 2_000
     ) -> None:
-        if str(path) != IN_MEMORY:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
         self.path = str(path)
         self.keep_utterances, self.keep_chat = keep_utterances, keep_chat
-        # autocommit: every write is its own transaction, done when the call returns
-        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db = open_db(path)  # every write its own transaction, done when the call returns
         self._db.executescript(_SCHEMA)
         self._writes = 0
         self.errors = 0  # writes that failed

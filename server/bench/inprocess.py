@@ -17,7 +17,7 @@ from aiohttp import web
 from server.app import build_app
 from server.config import Config
 from server.loading import Models
-from server.logbook import IN_MEMORY
+from server.sqlitefile import IN_MEMORY
 
 from ..keys import LIVE, SIGNALS
 
