@@ -125,10 +125,8 @@ def _night(cfg: Config) -> None:
         level = getattr(n, name)
         if isinstance(level, bool) or level not in (0, 1, 2, 3):
             raise ValueError(f"night.{name} must be 0, 1, 2 or 3, not {level!r}")
-    for name in ("economy_after_s", "cpu_low", "gpu_low_mb", "ttfa_p99_s", "loop_lag_p99_s"):
-        if not _number(getattr(n, name)) or getattr(n, name) <= 0:
-            raise ValueError(f"night.{name} must be a positive number")
-    for name in ("frames_late", "rss_growth", "enter_s", "leave_s"):
+    positive = ("economy_after_s", "cpu_low", "gpu_low_mb", "ttfa_p99_s", "loop_lag_p99_s")
+    for name in (*positive, "frames_late", "rss_growth", "enter_s", "leave_s"):
         if not _number(getattr(n, name)) or getattr(n, name) <= 0:
             raise ValueError(f"night.{name} must be a positive number")
     if not _number(n.leave_ratio) or not 0 < n.leave_ratio < 1:
