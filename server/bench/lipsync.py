@@ -26,7 +26,7 @@ from contextlib import contextmanager
 
 from .browser import behind_the_browser, launch, now_ms, open_stage, probe, records
 from .inprocess import LiveServer, say, until_final
-from .lipsync_figures import after_a_dropped_frame, line_offset, matched, onsets, rendered_offsets
+from .lipsync_figures import line_offset, matched, onsets, rendered_offsets, seen_late
 from .lipsync_tables import (
     CONTINUOUS_FIGURES,
     continuous_table,
@@ -168,9 +168,11 @@ def measure_page(browser, srv: LiveServer, url: str, n: int, label: str = "") ->
         # the probe's own figure at each line's start the page reported (an onset after a
         # shorter pause, which the page does not report, may pair with a later opening)
         "probe, each line": [p for p, _, _ in pairs],
-        # whether the probe saw each of those line starts in a frame that followed a vsync the
-        # browser let go by
-        "probe, each line, a frame late": [after_a_dropped_frame(recs, m) for _, _, m in pairs],
+        "probe pairs": pairs,  # (the probe's offset, the page's, when the probe saw the mouth)
+        # whether the probe saw each of those line starts in a frame the browser showed late, or
+        # just after one (lipsync_figures.seen_late)
+        "probe, each line, a frame late": [seen_late(recs, m) for _, _, m in pairs],
+        "records": recs,  # every frame the probe saw, for a closer look at a line
         "errors": errors,
         "fps": stats.get("fps"),
         "fps reported": [r["fps"] for r in reports if "fps" in r],

@@ -105,17 +105,27 @@ def _period(stamps: Sequence[float]) -> float:
     return gaps[len(gaps) // 10] if gaps else 1000 / 60
 
 
-def after_a_dropped_frame(records: Sequence[dict], t: float, within: float = 10.0) -> bool:
-    """Whether the frame seen at `t` (within `within` ms) came after one the browser held for
-    two vsyncs or more: a vsync went by without a frame (the main thread, or the compositor,
-    was busy), and what started then was seen that much late however the page timed it."""
+def seen_late(records: Sequence[dict], t: float, within: float = 10.0) -> bool:
+    """Whether the frame seen at `t` (within `within` ms), or the frame before it, was seen late
+    through the browser: it came after a vsync that went by without a frame (the main thread,
+    or the compositor, was busy), or its own scripts ran past the vsync it was due at. What
+    started then was seen that much late however the page timed it. The frame before counts
+    too: the page centres a viseme's crossfade on its start, so the frame it draws at the start
+    shows the mouth about half open, and where that is a little under half the probe's onset is
+    the next frame; had the page's frame been late, that one is late by as much."""
     framed = [r for r in records if "frame" in r]
     stamps = [r["frame"] for r in framed]
     period = _period(stamps)
+
+    def late(i: int) -> bool:
+        after = stamps[i + 1] if i + 1 < len(stamps) else None
+        held = i > 0 and stamps[i] - stamps[i - 1] > 1.5 * period
+        return held or _seen(framed[i], after, period) > stamps[i] + 1.5 * period
+
     for i in range(1, len(framed)):
         after = stamps[i + 1] if i + 1 < len(stamps) else None
         if abs(_seen(framed[i], after, period) - t) <= within:
-            return stamps[i] - stamps[i - 1] > 1.5 * period
+            return late(i) or late(i - 1)
     return False
 
 

@@ -107,16 +107,30 @@ def test_a_frame_whose_scripts_ran_past_the_next_vsync_it_then_missed_is_seen_a_
 
 
 def test_a_frame_after_a_vsync_that_went_by_without_one_is_known_as_such():
-    from server.bench.lipsync_figures import after_a_dropped_frame
+    from server.bench.lipsync_figures import seen_late
 
     period = 1000 / 60
-    stamps = [1000 + k * period for k in (0, 1, 2, 4, 5, 6)]  # the vsync at 3 went by unused
+    stamps = [1000 + k * period for k in (0, 1, 2, 4, 5, 6, 7)]  # the vsync at 3 went by unused
     recs = [{"t": s + 3, "frame": s, "mouth": 0.0} for s in stamps]
-    # the frame begun at 4 is seen at 5, after the one begun at 2 was held two periods
-    assert after_a_dropped_frame(recs, 1000 + 5 * period)
-    assert not after_a_dropped_frame(recs, 1000 + 6 * period)
-    assert not after_a_dropped_frame(recs, 1000 + 3 * period)
-    assert not after_a_dropped_frame(recs, 1000 + 60 * period)  # no frame seen then
+    # the frame begun at 4 is seen at 5, after the one begun at 2 was held two periods; the one
+    # begun at 5, seen at 6, follows it (where the probe's onset is a frame after the page's)
+    assert seen_late(recs, 1000 + 5 * period)
+    assert seen_late(recs, 1000 + 6 * period)
+    assert not seen_late(recs, 1000 + 7 * period)
+    assert not seen_late(recs, 1000 + 3 * period)
+    assert not seen_late(recs, 1000 + 60 * period)  # no frame seen then
+
+
+def test_a_frame_whose_scripts_ran_past_its_vsync_is_seen_late_and_so_is_the_next():
+    from server.bench.lipsync_figures import seen_late
+
+    period = 1000 / 60
+    stamps = [1000 + k * period for k in (0, 1, 2, 4, 5, 6)]
+    recs = [{"t": s + 3, "frame": s, "mouth": 0.0} for s in stamps]
+    recs[2]["t"] = stamps[2] + 21  # its scripts still ran at the next vsync, which went by
+    assert seen_late(recs, 1000 + 4 * period)  # seen two periods after it was begun
+    assert seen_late(recs, 1000 + 5 * period)  # the frame after it
+    assert not seen_late(recs, 1000 + 2 * period)  # the one before it was on time
 
 
 def test_sound_is_timed_at_the_speakers_and_the_render_time_figure_takes_the_latency_off():
