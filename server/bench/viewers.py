@@ -27,6 +27,7 @@ from pathlib import Path
 
 import aiohttp
 
+from .cores import placed
 from .inprocess import free_port
 from .table import render
 
@@ -141,11 +142,15 @@ def _collect(clients: list[tuple[subprocess.Popen, Path]], seconds: float) -> di
 
 @contextlib.contextmanager
 def talking_server(
-    token: str, settings: str, nice: int = 0, pause_s: float | None = None
+    token: str,
+    settings: str,
+    nice: int = 0,
+    pause_s: float | None = None,
+    cpus: set[int] | None = None,
 ) -> Iterator[tuple[subprocess.Popen, str]]:
     """`allnighter serve` as its own process with the TOML `settings` (`nice` values below
-    this one), healthy and speaking lines the whole time (`pause_s` between them, or none):
-    (the process, its URL). Stopped on the way out."""
+    this one, on the cores `cpus` where given), healthy and speaking lines the whole time
+    (`pause_s` between them, or none): (the process, its URL). Stopped on the way out."""
     port = free_port()
     env = {**os.environ, "ALLNIGHTER_HOST_TOKEN": token}
     config = Path(tempfile.mkstemp(suffix=".toml")[1])
@@ -162,7 +167,7 @@ def talking_server(
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        preexec_fn=(lambda: os.nice(nice)) if nice else None,
+        preexec_fn=lambda: placed(nice, cpus),
     )
     url = f"http://127.0.0.1:{port}"
     stop = threading.Event()
