@@ -4,6 +4,7 @@
 
 import { pageFacts } from "../shared/facts.js";
 import { Avatar } from "./avatar.js";
+import { Figure } from "./figure.js";
 import { FlatAvatar } from "./flatavatar.js";
 import { ChatColumn } from "./chat.js";
 import { FrameLoop } from "./frameloop.js";
@@ -31,12 +32,15 @@ const DETAIL = ((d) => (d >= 0.2 && d <= 1 ? d : null))(Number(params.get("detai
 const LATENCY_HINT = latencyHint(params.get("latency"));
 const $ = (id) => document.getElementById(id);
 
-const canvas = $("avatar");
-const { avatar, renderer } = makeAvatar(canvas);
+const options = { visemes: facts.visemes, ...(DETAIL === null ? {} : { detail: DETAIL }) };
+const figure = new Figure($("avatar"), {
+  webgl: (el) => new Avatar(el, options),
+  canvas2d: (el) => new FlatAvatar(el),
+});
 const hearing = new Hearing($("stage-audio"), { latencyHint: LATENCY_HINT, sampleRate: facts.sample_rate });
 const timesync = new TimeSync((event, data) => link.call(event, data));
 const loop = new FrameLoop({
-  facts, avatar, hearing, timesync, leadMs: LEAD_MS, holdMs: HOLD_MS, calibrate: CALIBRATE,
+  facts, avatar: figure.avatar, hearing, timesync, leadMs: LEAD_MS, holdMs: HOLD_MS, calibrate: CALIBRATE,
   showCaption: captionLine($("caption")),
 });
 let timesyncSession = 0;
@@ -45,6 +49,7 @@ const link = new Link({
   onEvent(name, data) {
     if (!data || typeof data !== "object") return;
     if (name === "chat") chat.show(data);
+    else if (name === "state") showLevel(data.fallback_level);
     else loop.event(name, data);
   },
   onTrack(stream, receiver, info) {
@@ -85,14 +90,12 @@ function msSetting(value, most) {
   return Number.isFinite(ms) && ms >= 0 && ms <= most ? ms : 0;
 }
 
-function makeAvatar(el) {
-  try {
-    const options = { visemes: facts.visemes, ...(DETAIL === null ? {} : { detail: DETAIL }) };
-    return { avatar: new Avatar(el, options), renderer: "webgl" };
-  } catch (err) {
-    console.warn("WebGL unavailable, drawing the avatar in 2D:", err);
-    return { avatar: new FlatAvatar(el), renderer: "canvas2d" };
-  }
+// The show's fallback level (the `state` event): from level 3 the avatar is drawn in 2D
+function showLevel(level) {
+  if (!Number.isInteger(level) || !figure.level(level)) return;
+  loop.avatar = figure.avatar;
+  figure.avatar.setResolutionScale(budget.scale);
+  document.body.dataset.renderer = figure.renderer;
 }
 
 // Browsers may hold audio until the viewer's first click: say so, and start on that click.
@@ -127,7 +130,7 @@ function state() {
     current_sample: heard.sample,
     viseme: heard.viseme,
     mouth_open: heard.mouth,
-    renderer,
+    renderer: figure.renderer,
     fps: frames.fps(),
   };
 }
@@ -154,7 +157,7 @@ function stats() {
 // `output()`: the audio the page plays, as a MediaStream; `heard()`: the WebAudio nodes the
 // page hears through, for a meter that should hear exactly what it does (tests, tools)
 window.allnighter = { state, stats, output: () => hearing.tap.stream, heard: () => hearing.nodes() };
-window.addEventListener("resize", () => avatar.resize());
+window.addEventListener("resize", () => figure.avatar.resize());
 // each report also carries the lip-sync offsets drawn since the last one (picture − sound, ms)
 // and when each utterance's first voiced viseme was heard and seen (server clock)
 setInterval(() => {
@@ -172,6 +175,6 @@ function watchRenderBudget() {
   setInterval(() => {
     const scale = budget.check(loop.frames.missed - missedBefore);
     missedBefore = loop.frames.missed;
-    if (scale !== null) avatar.setResolutionScale(scale);
+    if (scale !== null) figure.avatar.setResolutionScale(scale);
   }, 1000);
 }

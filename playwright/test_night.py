@@ -1,0 +1,72 @@
+"""The night's light pictures in real Chromium: at fallback level 3 the stage draws its avatar
+in Canvas 2D (less for a viewer's machine to do), the mouth still follows the sound, and back
+at level 0 the page draws in WebGL again."""
+
+from __future__ import annotations
+
+import statistics
+
+from conftest import Host, until_final
+from test_stage import CANVAS_STATS, _wait_loud
+
+from server.bench.browser import now_ms, open_stage, probe, records
+from server.bench.inprocess import LiveServer
+from server.bench.lipsync_figures import LOUD, OPEN, onsets
+from server.media.syncwindows import ATSC
+
+RENDERER = "() => window.allnighter.state().renderer"
+
+
+def _pin(host: Host, level: int | None) -> None:
+    status, body = host.call("POST", "/api/v1/fallback", {"level": level})
+    assert status == 200, body
+
+
+def test_light_pictures_draw_in_2d_with_the_mouth_on_the_sound_and_webgl_comes_back(
+    browser, show: LiveServer, host: Host
+):
+    page = open_stage(browser, show.url)
+    try:
+        assert page.evaluate(RENDERER) == "webgl"
+        until_final(host, host.say("Oh, hello."))  # the page settles on a first line
+        _pin(host, 3)
+        page.wait_for_function(f"() => ({RENDERER})() === 'canvas2d'", timeout=10_000)
+        page.wait_for_timeout(1000)
+        probe(page)
+        t0 = now_ms(page)
+        page.wait_for_timeout(1500)  # quiet before the line
+        quiet = page.evaluate(CANVAS_STATS)
+        uid = host.say("All right, the night is long. Only the owls know how long it is.")
+        _wait_loud(page, t0)
+        page.wait_for_function("() => window.allnighter.state().mouth_open > 0.4", timeout=10_000)
+        speaking = page.evaluate(CANVAS_STATS)
+        until_final(host, uid)
+        page.wait_for_timeout(1500)  # the line plays out, then quiet
+        recs = records(page, t0)
+
+        loud = [r for r in recs if r["rms"] >= LOUD]
+        assert loud, "no audio above silence reached the page"
+        first, last = loud[0]["t"], loud[-1]["t"]
+        speech = [r for r in recs if first <= r["t"] <= last]
+        assert sum(r["mouth"] > OPEN for r in speech) / len(speech) > 0.4, "the mouth kept still"
+        before = [r for r in recs if r["t"] < first - 150]
+        after = [r for r in recs if r["t"] > last + 300]
+        assert before and max(r["mouth"] for r in before) < 0.05, "mouth moved before the sound"
+        assert after and max(r["mouth"] for r in after) < 0.05, "mouth moved after the sound"
+        # the line's start (and the sentence's after its pause) on the sound, by the probe
+        starts = [m - t for t, m in onsets(recs)]
+        assert starts, "the probe found no line start"
+        assert ATSC[0] <= statistics.median(starts) <= ATSC[1], starts
+        # the 2D picture is drawn, and it moves
+        assert quiet["std"] > 5 and speaking["std"] > 5, "the canvas is blank"
+        assert sum(abs(a - b) for a, b in zip(quiet["px"], speaking["px"], strict=True)) > 0
+        assert page.evaluate(RENDERER) == "canvas2d"
+
+        _pin(host, 0)
+        page.wait_for_function(f"() => ({RENDERER})() === 'webgl'", timeout=10_000)
+        until_final(host, host.say("And now, back to the full picture."))
+        assert page.evaluate("() => window.allnighter.state().fps") > 10
+        assert not page.errors, page.errors
+    finally:
+        _pin(host, None)  # the triggers decide again (off in these tests: level 0)
+        page.close()
