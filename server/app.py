@@ -221,6 +221,7 @@ async def _bring_up(app: web.Application, models: Models | None) -> None:
         app[TIME],
         app[LOGBOOK],
         speech_cache(cfg, app[METRICS]),
+        models.light,
     )
     stage.start()
     if feedback is not None:

@@ -134,3 +134,7 @@ def _night(cfg: Config) -> None:
     _whole(n, "night", "tts_jobs_low", least=0)
     _whole(n, "night", "compressed_tokens")
     _whole(n, "night", "compressed_words")
+    if not isinstance(n.light_voice, str) or not n.light_voice.strip():
+        raise ValueError(
+            f'night.light_voice must be an espeak-ng voice name ("en-us"), not {n.light_voice!r}'
+        )

@@ -20,15 +20,22 @@ class Models:
     """The loaded model adapters (LLM, TTS, ASR)."""
 
     def __init__(
-        self, llm: LLM, tts: TTS, asr: ASR | None, asr_thread: ModelThread | None = None
+        self,
+        llm: LLM,
+        tts: TTS,
+        asr: ASR | None,
+        asr_thread: ModelThread | None = None,
+        light: TTS | None = None,
     ) -> None:
         self.llm, self.tts, self.asr = llm, tts, asr
         self.asr_thread = asr_thread  # the low-priority thread the ASR was built on
+        self.light = light  # the night's light voice (fallback level 2)
 
 
 def load_models(cfg: Config, progress: Callable[[str], None] | None = None) -> Models:
     """Blocking: load (and on first use convert) every model, then warm each up once."""
     from models.asr import Transcriber
+    from models.espeak import EspeakSpeaker
     from models.llm import ChatLLM
     from models.tts import PiperSpeaker
 
@@ -39,6 +46,8 @@ def load_models(cfg: Config, progress: Callable[[str], None] | None = None) -> M
     say("loading TTS (Piper)")
     tts = PiperSpeaker(mc.tts_voice, device=mc.device)
     tts.warm_up()
+    light = EspeakSpeaker(cfg.night.light_voice)  # the night's: milliseconds a sentence
+    light.warm_up()
     say(f"TTS ready in {time.perf_counter() - t:.1f} s; loading LLM")
     t = time.perf_counter()
     llm = ChatLLM(
@@ -60,4 +69,4 @@ def load_models(cfg: Config, progress: Callable[[str], None] | None = None) -> M
         asr = asr_thread.run_sync(Transcriber, mc.asr_model, cache, mc.device)
         asr_thread.run_sync(asr.warm_up)
         say(f"ASR ready in {time.perf_counter() - t:.1f} s")
-    return Models(llm, tts, asr, asr_thread)
+    return Models(llm, tts, asr, asr_thread, light)

@@ -41,6 +41,8 @@ class NightConfig:
     # level 1: chat replies at most this many tokens, prompts condensed to this many words
     compressed_tokens: int = 24
     compressed_words: int = 30
+    # level 2: the light voice, espeak-ng's (a voice name of its own: "en-us", "en-us+m3", …)
+    light_voice: str = "en-us"
 
 
 @dataclass

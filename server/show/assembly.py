@@ -42,6 +42,7 @@ def assemble(
     fused: FusedClock | None = None,
     logbook: Logbook | None = None,
     speech_cache: SpeechCache | None = None,
+    light: TTS | None = None,
 ) -> Stage:
     stamps = Stamps(clock, fused if fused is not None else FusedClock())
     gate = SpeechFirst()  # the LLM yields the CPU to speech
@@ -55,7 +56,7 @@ def assemble(
     announcer = Announcer(emit, stamps)
     pipeline = Pipeline(
         Phrasing(llm, cfg.stage, cfg.models, metrics, gate, stamps, cfg.night),
-        Speaking(tts, cfg.stage, cfg.models.tts_deadline_s, metrics, gate, speech_cache),
+        Speaking(tts, cfg.stage, cfg.models.tts_deadline_s, metrics, gate, speech_cache, light),
         Placing(clock, timeline, broadcast, cfg.stage, metrics, tap, correction),
         announcer,
         CrossModalFigures(metrics, stamps),

@@ -3,6 +3,9 @@
 An utterance's first phrase opens with its first words on their own (opening.py), so first
 audio waits for three words, not a sentence. The TTS thread runs 10 nice values below the
 loop that paces audio out: synthesis runs seconds ahead of the broadcast, the loop does not.
+From the night's fallback level 2 an utterance is spoken in the light voice (espeak-ng), where
+one is loaded: an utterance takes its level when it is taken up, so the voice changes only
+between utterances.
 """
 
 from __future__ import annotations
@@ -42,6 +45,10 @@ def voice_of(character: RoleConfig) -> VoiceStyle:
     )
 
 
+LIGHT_VOICE = 2  # the fallback level from which the light voice speaks
+LIGHT = "espeak-ng"  # its name in the speech cache's keys
+
+
 class Speaking:
     def __init__(
         self,
@@ -51,9 +58,10 @@ class Speaking:
         metrics: Metrics,
         gate: SpeechFirst,
         cache: SpeechCache | None = None,
+        light: TTS | None = None,
     ) -> None:
         self.tts, self.stage, self.metrics, self.gate = tts, stage, metrics, gate
-        self.cache = cache
+        self.cache, self.light = cache, light
         # On a busy machine the loop that paces audio out waited 20-120 ms for a core behind
         # Piper, and an interrupt reached the viewers that late: the TTS thread yields to it.
         self._thread = ModelThread("tts", nice=10, deadline_s=deadline_s)
@@ -61,9 +69,11 @@ class Speaking:
     async def speak(self, utt: Utterance, phrase: str) -> AsyncGenerator[Spoken, None]:
         """`phrase` of `utt` as speech chunks, as soon as each is synthesized."""
         style = voice_of(utt.character)
+        light = self.light if utt.level >= LIGHT_VOICE else None
+        tts = light or self.tts
 
         def synthesize(text: str, urgent: bool) -> AsyncGenerator[SpeechChunk, None]:
-            return self._thread.iterate(self._speak_alone, text, style, urgent)
+            return self._thread.iterate(self._speak_alone, tts, text, style, urgent)
 
         started = time.perf_counter()
         first = True
@@ -71,7 +81,7 @@ class Speaking:
         if utt.synthesis_at is None:
             utt.synthesis_at = time.monotonic()
         if utt.cache and self.cache is not None:  # a stock line: kept, whole
-            stream = self._kept(phrase, style, synthesize)
+            stream = self._kept(phrase, style, synthesize, LIGHT if light else None)
         else:
             stream = opening.spoken(phrase, synthesize, opens)
         async with contextlib.aclosing(stream) as chunks:
@@ -90,17 +100,19 @@ class Speaking:
         phrase: str,
         style: VoiceStyle,
         synthesize: Callable[[str, bool], AsyncGenerator[SpeechChunk, None]],
+        voice: str | None,
     ) -> AsyncGenerator[tuple[str, SpeechChunk, str], None]:
         assert self.cache is not None
-        async for chunk in self.cache.speak(phrase, style, lambda: synthesize(phrase, True)):
+        made = lambda: synthesize(phrase, True)  # noqa: E731
+        async for chunk in self.cache.speak(phrase, style, made, voice):
             yield phrase, chunk, opening.WHOLE
 
     def _speak_alone(
-        self, text: str, style: VoiceStyle | None, urgent: bool = False
+        self, tts: TTS, text: str, style: VoiceStyle | None, urgent: bool = False
     ) -> Iterator[SpeechChunk]:
-        """On the TTS thread: start Piper once the LLM has stepped aside."""
+        """On the TTS thread: start the voice once the LLM has stepped aside."""
         self.gate.before_synthesis()
-        return self.tts.speak(text, style, urgent=urgent)
+        return tts.speak(text, style, urgent=urgent)
 
     def shutdown(self) -> None:
         self._thread.shutdown()

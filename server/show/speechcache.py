@@ -63,8 +63,10 @@ class SpeechCache:
         text: str,
         style: VoiceStyle,
         synthesize: Callable[[], AsyncIterator[SpeechChunk]],
+        voice: str | None = None,
     ) -> AsyncGenerator[SpeechChunk, None]:
-        """`text`'s chunks: the kept ones, or `synthesize()`'s, kept for next time. Piper
+        """`text`'s chunks in `voice` (the cache's own by default): the kept ones, or
+        `synthesize()`'s, kept for next time. Piper
         makes one chunk a sentence, and a stock line is a sentence or two: on a miss the whole
         phrase is synthesized before its first chunk comes, and callers of the same phrase
         meanwhile wait for that one synthesis."""
@@ -72,5 +74,7 @@ class SpeechCache:
         async def make() -> bytes:
             return encode([chunk async for chunk in synthesize()])
 
-        for chunk in decode(await self.cache.get(speech_key(self.voice, text, style), make)):
+        for chunk in decode(
+            await self.cache.get(speech_key(voice or self.voice, text, style), make)
+        ):
             yield chunk

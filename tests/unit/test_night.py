@@ -45,18 +45,31 @@ class RecordingLLM(WordsLLM):
         return super().stream(messages, max_new_tokens, **kw)
 
 
+class RecordingTTS(ToneTTS):
+    """A voice that notes what it spoke."""
+
+    def __init__(self) -> None:
+        super().__init__(word_s=0.05, gap_s=0.02)
+        self.spoken: list[str] = []
+
+    def speak(self, text, style=None, urgent=False):
+        self.spoken.append(text)
+        return super().speak(text, style, urgent)
+
+
 @pytest.fixture(scope="module")
 def night_show():
     cfg = load_config(None, env={"ALLNIGHTER_HOST_TOKEN": TOKEN})
     cfg.night.window = ["12:00", "12:01"]  # never now, in practice: the host drives the level
     llm = RecordingLLM()
-    srv = LiveServer(cfg, Models(llm, ToneTTS(word_s=0.05, gap_s=0.02), None)).start()
-    yield srv, llm
+    voices = RecordingTTS(), RecordingTTS()  # in Piper's place, and the light one
+    srv = LiveServer(cfg, Models(llm, voices[0], None, light=voices[1])).start()
+    yield srv, llm, voices
     srv.stop()
 
 
 def test_the_host_pins_a_level_the_pages_hear_it_and_level_one_compresses(night_show):
-    srv, llm = night_show
+    srv, llm, _ = night_show
 
     async def scenario() -> tuple[list[dict], dict, dict, list]:
         heard: list[dict] = []
@@ -94,7 +107,7 @@ def test_the_host_pins_a_level_the_pages_hear_it_and_level_one_compresses(night_
 
 
 def test_a_level_changes_between_utterances_never_inside_one(night_show):
-    srv, _ = night_show
+    srv, _, (normal, light) = night_show
 
     async def scenario() -> tuple[dict, dict]:
         _, first = await say(srv, "one two three four five six seven eight nine ten")
@@ -112,3 +125,8 @@ def test_a_level_changes_between_utterances_never_inside_one(night_show):
     first, second = srv.call(scenario(), 60)
     assert (first["state"], first["level"]) == ("done", 0)
     assert (second["state"], second["level"]) == ("done", 2)
+    # the first line all in the show's voice, the next in the light one (level 2)
+    assert any("ten" in text for text in normal.spoken)
+    assert not any("ten" in text for text in light.spoken)
+    assert "and the next line" in " ".join(light.spoken)
+    assert "and the next line" not in " ".join(normal.spoken)

@@ -441,5 +441,7 @@ export class Avatar {
     });
     for (const rt of this._targets) rt.dispose();
     this.renderer.dispose();
+    // the context goes now, not when its canvas is collected: a browser holds only so many
+    this.renderer.forceContextLoss();
   }
 }
