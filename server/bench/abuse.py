@@ -43,17 +43,16 @@ import time
 import urllib.request
 from math import comb
 from pathlib import Path
-from typing import Any
 
 from server.media.syncwindows import ATSC, in_window
 
 from .attacks import ATTACKS
-from .browser import SERVER_NICE, launch, now_ms, open_stage, probe, records
+from .browser import SERVER_NICE, launch
 from .cores import cores_apart
-from .lipsync_figures import onsets, seen_late
 from .lipsync_tables import goals
 from .table import median, pct, render
 from .viewers import _collect, _server_frames, _start_clients, talking_server
+from .watcher import Watcher
 
 # The attacker stands for machines elsewhere: its own CPU is not the server's to lose. Five nice
 # values below the server, its fifty flooding clients still had a quarter of the server's share
@@ -100,48 +99,8 @@ def bucket_ms(before: dict[float, float], after: dict[float, float], q: float) -
 
 
 # ---- the legitimate viewer who looks ----------------------------------------------------------
-STATS_PERIOD_S = 5.0  # how often the stage page reports (main.js)
 WARM_UP_S = 20.0  # the page hears a few lines and calibrates before the first phase
 PAUSE_S = 0.5  # between lines: each line's start comes after quiet, for the probe to time
-
-
-class Watcher:
-    """A stage page in Chromium, the probe in it, and the reports the page sends the server
-    (`client_stats`, read off its socket as it sends them)."""
-
-    def __init__(self, browser: Any, url: str) -> None:
-        self.reports: list[tuple[float, dict]] = []
-        self.page = open_stage(browser, url, before=self._listen)
-        probe(self.page)
-
-    def _listen(self, page: Any) -> None:
-        page.on("websocket", lambda ws: ws.on("framesent", self._sent))
-
-    def _sent(self, payload: str | bytes) -> None:
-        if isinstance(payload, str) and payload.startswith('42["client_stats",'):
-            self.reports.append((time.monotonic(), json.loads(payload[2:])[1]))
-
-    def mark(self) -> tuple[float, float]:
-        return now_ms(self.page), time.monotonic()
-
-    def wait(self, seconds: float) -> None:
-        """Sleep, while Playwright takes the page's events."""
-        self.page.wait_for_timeout(seconds * 1000)
-
-    def figures(self, mark: tuple[float, float]) -> dict[str, list[float]]:
-        """Picture − sound (ms) since `mark`: the probe's at each line start it heard, but
-        those the browser showed late (its frames are the viewer's machine's, not the
-        server's: lipsync_figures.seen_late), which are counted; the page's at every viseme
-        onset it drew."""
-        since_ms, since = mark
-        self.wait(STATS_PERIOD_S + 0.5)  # the page's last report
-        recs = records(self.page, since_ms)
-        probed = [(m - t, seen_late(recs, m)) for t, m in onsets(recs)]
-        return {
-            "probe": [ms for ms, late in probed if not late],
-            "probe seen late": [ms for ms, late in probed if late],
-            "page": [ms for t, r in self.reports if t >= since for ms in r["lipsync_onsets_ms"]],
-        }
 
 
 SLACK_MS = 5.0  # |p95| (or the median) this much above the unattacked phase's is unchanged
@@ -245,6 +204,7 @@ def _phase(
         *sync_cells(sync["probe"]),
         len(sync["page"]),
         *sync_cells(sync["page"]),
+        median(sync["probe − page"]) if sync["probe − page"] else "—",
     ], sync
 
 
@@ -300,6 +260,7 @@ def run(seconds: float, after_s: float = 60.0) -> str:
             *(f"probe {c}" for c in sync),
             "viseme onsets (page)",
             *(f"page {c}" for c in sync),
+            "probe − page p50 ms",
             "probe as unattacked",
             "page as unattacked",
         ],

@@ -1,0 +1,57 @@
+"""The legitimate viewer who looks, in `bench abuse`: a stage page in Chromium with the probe in
+it, and the reports the page sends the server."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from .browser import now_ms, open_stage, probe, records
+from .lipsync_figures import matched, onsets, seen_late
+
+STATS_PERIOD_S = 5.0  # how often the stage page reports (main.js)
+
+
+class Watcher:
+    """A stage page in Chromium, the probe in it, and the reports the page sends the server
+    (`client_stats`, read off its socket as it sends them)."""
+
+    def __init__(self, browser: Any, url: str) -> None:
+        self.reports: list[tuple[float, dict]] = []
+        self.page = open_stage(browser, url, before=self._listen)
+        probe(self.page)
+
+    def _listen(self, page: Any) -> None:
+        page.on("websocket", lambda ws: ws.on("framesent", self._sent))
+
+    def _sent(self, payload: str | bytes) -> None:
+        if isinstance(payload, str) and payload.startswith('42["client_stats",'):
+            self.reports.append((time.monotonic(), json.loads(payload[2:])[1]))
+
+    def mark(self) -> tuple[float, float]:
+        return now_ms(self.page), time.monotonic()
+
+    def wait(self, seconds: float) -> None:
+        """Sleep, while Playwright takes the page's events."""
+        self.page.wait_for_timeout(seconds * 1000)
+
+    def figures(self, mark: tuple[float, float]) -> dict[str, list[float]]:
+        """Picture − sound (ms) since `mark`: the probe's at each line start it heard, but
+        those the browser showed late (its frames are the viewer's machine's, not the
+        server's: lipsync_figures.seen_late), which are counted; the page's at every viseme
+        onset it drew; and the probe's less the page's own at the same line starts (where the
+        two meters part, one of them moved)."""
+        since_ms, since = mark
+        self.wait(STATS_PERIOD_S + 0.5)  # the page's last report
+        recs = records(self.page, since_ms)
+        found = onsets(recs)
+        probed = [(m - t, seen_late(recs, m)) for t, m in found]
+        reports = [r for t, r in self.reports if t >= since]
+        lines = [u for r in reports for u in r.get("utterance_onsets", [])]
+        return {
+            "probe": [ms for ms, late in probed if not late],
+            "probe seen late": [ms for ms, late in probed if late],
+            "page": [ms for r in reports for ms in r["lipsync_onsets_ms"]],
+            "probe − page": [p - q for p, q, _ in matched(lines, found)],
+        }
