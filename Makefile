@@ -27,3 +27,4 @@ bench: setup
 	$(VENV)/bin/allnighter bench lipsync --seconds 20
 	$(VENV)/bin/allnighter bench clock
 	$(VENV)/bin/allnighter bench abuse
+	$(VENV)/bin/allnighter bench nights

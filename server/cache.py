@@ -74,6 +74,11 @@ class Cache:
         self._count("miss")
         return await asyncio.shield(self._make(key, make))
 
+    async def drain(self) -> None:
+        """Wait for what is being made (a clean stop keeps it)."""
+        while self._making:
+            await asyncio.gather(*self._making.values(), return_exceptions=True)
+
     def lifetime(self) -> float:
         """A fresh entry's lifetime: `ttl_s` spread by ± `jitter` of it."""
         return self.ttl_s * (1 + self.jitter * self.rng.uniform(-1, 1))

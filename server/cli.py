@@ -40,6 +40,8 @@ def bench(args: argparse.Namespace) -> int:
         from .bench.clock import main as run
     elif args.what == "abuse":
         from .bench.abuse import main as run
+    elif args.what == "nights":
+        from .bench.nights import main as run
     else:
         from .bench.viewers import main as run
     return run(args)
@@ -55,9 +57,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--config", help="TOML settings file")
     p.set_defaults(func=serve)
     b = sub.add_parser("bench", help="run a benchmark and print its table")
-    b.add_argument("what", choices=["latency", "viewers", "lipsync", "clock", "abuse"])
+    b.add_argument("what", choices=["latency", "viewers", "lipsync", "clock", "abuse", "nights"])
     b.add_argument("--config", help="TOML settings file")
-    b.add_argument("--lines", type=int, default=20, help="latency: lines and prompts each")
+    b.add_argument(
+        "--lines",
+        type=int,
+        default=20,
+        help="latency: lines and prompts each; nights: lines spoken",
+    )
     b.add_argument(
         "--peer-lines", type=int, default=20, help="latency: lines spoken against the peer"
     )
@@ -85,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     b.add_argument("--pages", default="1,5,20", help="lipsync: pages open at once to try")
     b.add_argument("--save", help="lipsync: also write every figure measured to this JSON file")
+    b.add_argument("--nights", type=int, default=30, help="nights: simulated nights; 0: none")
     b.add_argument(
         "--minutes", type=float, default=10.0, help="clock: simulated minutes measured a row"
     )

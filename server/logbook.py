@@ -114,6 +114,10 @@ class Logbook:
         return [json.loads(message) for (message,) in reversed(rows.fetchall())]
 
     # ---- upkeep --------------------------------------------------------------------------
+    def size(self) -> int:
+        """How many utterances it holds."""
+        return self._db.execute("SELECT COUNT(*) FROM utterances").fetchone()[0]
+
     def trim(self) -> None:
         """Keep the newest rows; an unfinished utterance is never trimmed."""
         self._db.execute(

@@ -106,3 +106,19 @@ def test_bench_abuse_prints_each_attack_beside_none():
         assert row["page goals"] in ("holds", "misses"), out
         assert row["page as unattacked"] in ("holds", "fails"), out
     assert "500 offers never connecting: {'statuses'" in out  # what the attacker was told
+
+
+def test_bench_nights_prints_simulated_nights_and_what_each_level_saves():
+    out = allnighter("nights", "--nights", "1", "--lines", "2")
+    nights = rows_of(out, "bench nights: 1 simulated nights")
+    assert nights["incidents a night (all kinds)"][""] in ("holds", "fails"), out
+    assert float(nights["viewers at the restart"]["median"]) > 0, out
+    assert float(nights["pages back in the busiest second after it"]["median"]) > 0, out
+    shipped = "syntheses, 02:00 hour ÷ worst other (cache as shipped)"
+    assert nights[shipped][""] in ("holds", "fails"), out
+    levels = rows_of(out, "bench nights: what each")
+    for voice in ("Piper", "espeak-ng"):  # each voice's CPU was measured
+        assert float(levels[f"{voice}, CPU ms per s of speech"]["median"]) > 0, out
+    assert levels["espeak-ng, CPU ms per s of speech"]["goal"] in ("holds", "fails"), out
+    assert 0 < float(levels["chat message, share of words kept"]["median"]) <= 1, out
+    assert float(levels["reply tokens, condensed"]["median"]) > 0, out

@@ -98,6 +98,25 @@ def test_a_stale_entry_is_served_at_once_and_remade_behind_it_once():
     assert c.counts == {"hit": 1, "stale": 10, "miss": 2, "made": 3, "failed": 0}
 
 
+def test_a_clean_stop_waits_for_a_remake_behind_a_stale_answer():
+    c, sim = cache()
+
+    async def make() -> bytes:
+        await asyncio.sleep(0.05)
+        return b"made"
+
+    async def scenario() -> Entry | None:
+        await c.get("k", make)
+        sim.t += 1.3 * TTL
+        await c.get("k", make)  # stale: the remake runs behind the answer
+        await c.drain()
+        return await c.store.get("k")
+
+    kept = asyncio.run(scenario())
+    assert kept is not None and kept.fresh_until > sim.t  # the remake was kept before the stop
+    assert c.counts["made"] == 2
+
+
 def test_a_make_that_fails_is_a_failure_for_its_callers_and_is_not_kept():
     c, _ = cache()
 
