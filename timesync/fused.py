@@ -57,6 +57,10 @@ class SourceState:
     followed: int = 0  # steps of this source the clock followed (it was the only one)
     # outlying readings in a row while this source reported alone: (at, offset, variance, error)
     _outlying: list[tuple[float, float, float, float]] = field(default_factory=list, repr=False)
+    # the last reading the filter took though the estimate lies outside the reading's own error
+    # bound (a noisy reading's wide gate lets a step in at a small weight), while this source
+    # reported alone: the truth may be where it says; (at, offset, error), until its next
+    _unreached: tuple[float, float, float] | None = field(default=None, repr=False)
     _recent: deque = field(default_factory=lambda: deque(maxlen=16), repr=False)
     _last: tuple[float, float] | None = field(default=None, repr=False)
 
@@ -179,11 +183,13 @@ class FusedClock:
         sigma2 = self.filter.predicted_offset_variance(mono - self._filter_at)
         bound = 3 * max(sigma2, 0.0) ** 0.5 + self._bias + residual
         # a lone source's outlying readings may be the truth: until they are followed or
-        # disowned, the bound reaches them
+        # disowned, the bound reaches them; so may a reading taken that the estimate did not
+        # reach, until the source's next
         for state in self.sources.values():
-            for at, offset, _, error in state._outlying:
-                seen = offset + self.filter.drift * (mono - at)
-                bound = max(bound, abs(seen - self._applied) + error)
+            seen = [(at, o, e) for at, o, _, e in state._outlying]
+            for at, offset, error in seen + ([state._unreached] if state._unreached else []):
+                ahead = offset + self.filter.drift * (mono - at)
+                bound = max(bound, abs(ahead - self._applied) + error)
         return bound
 
     # ---- feeding measurements ---------------------------------------------------------------
@@ -225,6 +231,9 @@ class FusedClock:
             self._bias += state.weight * (state.bias_bound - self._bias)
         state.last_offset, state.last_error, state.last_at = offset, m.error, m.at
         state.learn(offset, m.at, m.error, self.filter.drift, float(self.filter.p[1, 1]))
+        state._unreached = None
+        if accepted and abs(offset - self.filter.offset) > m.error and self._alone(state, m.at):
+            state._unreached = (m.at, offset, m.error)
         if accepted:
             state.accepted += 1
             state.accepted_at = m.at

@@ -42,6 +42,19 @@ def test_a_step_of_the_only_ntp_source_is_followed_in_simulation(size, seed):
     assert not clock.status()["catching_up"]
 
 
+def test_a_step_taken_at_a_small_weight_after_a_calm_night_stays_inside_the_bound():
+    """After hours of one calm NTP server the estimate is tight; the first reading after a
+    step, with a long delay, has a gate wide enough to be taken, at a small weight: the
+    estimate stays near the old time while the reading, inside its own error bound, says
+    the new one. The bound reaches the reading until the next (seed 2 of `bench nights`)."""
+    step_at = 7.5 * 3600
+    trace = run([SimNTP()], step_at + 120, reference=Reference(steps=[(step_at, 0.05)]), seed=2)
+    first = min(t for t, _ in trace.readings["ntp"] if t >= step_at)
+    known = trace.window(0, step_at) | trace.window(first)
+    uncovered = np.abs(trace.error[known]) > trace.bound[known]
+    assert not uncovered.any(), f"{uncovered.sum()} reads with the error outside its bound"
+
+
 def test_a_source_that_moves_while_another_agrees_is_outvoted_not_followed():
     # the NTP server's time jumps (the server is wrong); PTP still reports the truth
     ntp = SimNTP(step_at=STEP_AT, step_size=0.050)
