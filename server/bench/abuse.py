@@ -139,7 +139,7 @@ def sync_cells(values: list[float]) -> list:
         return ["—", "—", "—", "—"]
     held = goals(values)[:2]
     return [
-        pct(values, 50),
+        median(values),  # the median the verdict reads, not the nearest rank
         pct([abs(v) for v in values], 95),
         100 * (in_window(values, ATSC) or 0.0),
         "holds" if held == ["holds", "holds"] else "misses",
