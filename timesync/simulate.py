@@ -149,6 +149,19 @@ class Trace:
         """Samples at which the fused time was not later than at the one before."""
         return int(np.sum(np.diff(self.fused) <= 0))
 
+    def first_reading(self, source: str, since: float) -> float:
+        """When `source` first reported at or after `since` (s into the run)."""
+        return min(t for t, _ in self.readings[source] if t >= since)
+
+    def knowable(self, step_at: float, source: str = "ntp") -> np.ndarray:
+        """The samples but those from a step of the reference at `step_at` to `source`'s first
+        reading after it: nothing can know of the step before a reading says so."""
+        return self.window(0, step_at) | self.window(self.first_reading(source, step_at))
+
+    def uncovered(self, step_at: float, source: str = "ntp") -> np.ndarray:
+        """Which knowable samples' error the bound did not cover."""
+        return self.knowable(step_at, source) & (np.abs(self.error) > self.bound)
+
 
 def run(
     sources: Sequence[SimSource],

@@ -193,11 +193,9 @@ async def _night(seed: int, cache_cfg: CacheConfig, night_cfg: NightConfig, fold
     fig.levels.add(0)
     trace = run([SimNTP()], HOURS * 3600, reference=Reference(steps=((STEP_S, STEP),)), seed=seed)
     fig.clock_backwards = int(trace.backwards())
-    # nothing can know of the step before a reading says so: from then on, and before it
-    first = min(at for at, _ in trace.readings["ntp"] if at >= STEP_S)
-    known = trace.window(0, STEP_S) | trace.window(first)
-    fig.bound_missed = float(np.mean(np.abs(trace.error[known]) > trace.bound[known]))
-    fig.unknowable_s = first - STEP_S
+    # from the step to the first reading that shows it nothing can know of it: not counted
+    fig.bound_missed = float(trace.uncovered(STEP_S).sum() / trace.knowable(STEP_S).sum())
+    fig.unknowable_s = trace.first_reading("ntp", STEP_S) - STEP_S
     return fig
 
 

@@ -32,9 +32,7 @@ def test_a_step_of_the_only_ntp_source_is_followed_in_simulation(size, seed):
     assert trace.worst_slew_ppm() <= clock.follow_slew_ppm * (1 + 1e-6)
     # nothing can know of the step before a reading says so; from then on, and before it,
     # the bound covers the real error at every read
-    first = min(t for t, _ in trace.readings["ntp"] if t >= STEP_AT)
-    known = trace.window(0, STEP_AT) | trace.window(first)
-    uncovered = np.abs(trace.error[known]) > trace.bound[known]
+    uncovered = trace.uncovered(STEP_AT)
     assert not uncovered.any(), f"{uncovered.sum()} reads with the error outside its bound"
     late = trace.window(STEP_AT + FOLLOWED_WITHIN)
     assert np.abs(trace.error[late]).max() < 1e-3
@@ -49,9 +47,7 @@ def test_a_step_taken_at_a_small_weight_after_a_calm_night_stays_inside_the_boun
     the new one. The bound reaches the reading until the next (seed 2 of `bench nights`)."""
     step_at = 7.5 * 3600
     trace = run([SimNTP()], step_at + 120, reference=Reference(steps=[(step_at, 0.05)]), seed=2)
-    first = min(t for t, _ in trace.readings["ntp"] if t >= step_at)
-    known = trace.window(0, step_at) | trace.window(first)
-    uncovered = np.abs(trace.error[known]) > trace.bound[known]
+    uncovered = trace.uncovered(step_at)
     assert not uncovered.any(), f"{uncovered.sum()} reads with the error outside its bound"
 
 
