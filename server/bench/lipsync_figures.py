@@ -116,17 +116,14 @@ def seen_late(records: Sequence[dict], t: float, within: float = 10.0) -> bool:
     framed = [r for r in records if "frame" in r]
     stamps = [r["frame"] for r in framed]
     period = _period(stamps)
+    seen = [_seen(r, after, period) for r, after in zip(framed, [*stamps[1:], None], strict=True)]
 
     def late(i: int) -> bool:
-        after = stamps[i + 1] if i + 1 < len(stamps) else None
         held = i > 0 and stamps[i] - stamps[i - 1] > 1.5 * period
-        return held or _seen(framed[i], after, period) > stamps[i] + 1.5 * period
+        return held or seen[i] > stamps[i] + 1.5 * period
 
-    for i in range(1, len(framed)):
-        after = stamps[i + 1] if i + 1 < len(stamps) else None
-        if abs(_seen(framed[i], after, period) - t) <= within:
-            return late(i) or late(i - 1)
-    return False
+    at = next((i for i in range(1, len(framed)) if abs(seen[i] - t) <= within), None)
+    return at is not None and (late(at) or late(at - 1))
 
 
 def _first_opening(rise: Sequence[dict]) -> float:
