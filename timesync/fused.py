@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from .instant import monotonic_and_system
@@ -63,6 +63,14 @@ class SourceState:
     _unreached: tuple[float, float, float] | None = field(default=None, repr=False)
     _recent: deque = field(default_factory=lambda: deque(maxlen=16), repr=False)
     _last: tuple[float, float] | None = field(default=None, repr=False)
+
+    def unheeded(self) -> Iterator[tuple[float, float, float]]:
+        """Readings the estimate does not reach that may be the truth, (at, offset, error):
+        the outlying ones in a row, and the last one taken at a small weight."""
+        for at, offset, _, error in self._outlying:
+            yield at, offset, error
+        if self._unreached is not None:
+            yield self._unreached
 
     def remember(self, m: Measurement) -> None:
         """Keep this reading's delay and bound among the recent ones."""
@@ -186,8 +194,7 @@ class FusedClock:
         # disowned, the bound reaches them; so may a reading taken that the estimate did not
         # reach, until the source's next
         for state in self.sources.values():
-            seen = [(at, o, e) for at, o, _, e in state._outlying]
-            for at, offset, error in seen + ([state._unreached] if state._unreached else []):
+            for at, offset, error in state.unheeded():
                 ahead = offset + self.filter.drift * (mono - at)
                 bound = max(bound, abs(ahead - self._applied) + error)
         return bound
