@@ -154,6 +154,10 @@ class SQLiteStore:
             (self.max_entries,),
         )
 
+    def size(self) -> int:
+        """How many entries it holds."""
+        return self._db.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
+
     async def close(self) -> None:
         self._db.close()
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import itertools
 import json
 import math
 import random
@@ -123,7 +124,7 @@ async def _night(seed: int, cache_cfg: CacheConfig, night_cfg: NightConfig, fold
     caches, ladder = open_caches(), open_ladder()
     book = Logbook(folder / "logbook.sqlite", keep_utterances=KEEP)
     leave = np.random.default_rng(seed)
-    viewers, queue, accepted = 0, list[str](), list[str]()
+    viewers, queue, serial = 0, list[str](), itertools.count()
     on_air: str | None = None
     speaking_until = 0.0
 
@@ -136,9 +137,8 @@ async def _night(seed: int, cache_cfg: CacheConfig, night_cfg: NightConfig, fold
                 return text.encode()
 
             await cache.get(text, make)
-        uid = f"{seed}-{len(accepted)}"
+        uid = f"{seed}-{next(serial)}"
         book.accepted(uid, "host", "verbatim", text, t.epoch() * 1000)
-        accepted.append(uid)
         queue.append(uid)
 
     for second in range(HOURS * 3600):
@@ -185,10 +185,12 @@ async def _night(seed: int, cache_cfg: CacheConfig, night_cfg: NightConfig, fold
     book.trim()
     fig.grew += int(book.size() > KEEP + len(queue) + 1)
     book.close()
-    for name, cache in caches.items():
+    for cache in caches.values():
         await cache.drain()
-        fig.grew += int(_entries(files[name]) > cache_cfg.max_entries)
-        await cache.store.close()
+        store = cache.store
+        assert isinstance(store, SQLiteStore)  # the simulation keeps its caches on SQLite
+        fig.grew += int(store.size() > cache_cfg.max_entries)
+        await store.close()
     fig.made = made
     fig.levels.add(0)
     trace = run([SimNTP()], HOURS * 3600, reference=Reference(steps=((STEP_S, STEP),)), seed=seed)
@@ -197,13 +199,6 @@ async def _night(seed: int, cache_cfg: CacheConfig, night_cfg: NightConfig, fold
     fig.bound_missed = float(trace.uncovered(STEP_S).sum() / trace.knowable(STEP_S).sum())
     fig.unknowable_s = trace.first_reading("ntp", STEP_S) - STEP_S
     return fig
-
-
-def _entries(path: Path) -> int:
-    import sqlite3
-
-    with sqlite3.connect(path) as db:
-        return db.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
 
 
 def simulate(nights: int, cache_cfg: CacheConfig, night_cfg: NightConfig) -> list[Night]:

@@ -141,6 +141,7 @@ def test_the_disk_store_keeps_at_most_its_entries_and_survives_a_restart(tmp_pat
         store = SQLiteStore(tmp_path / "cache.sqlite", max_entries=3)
         kept = [k for k in ("k0", "k1", "k2", "k3", "k4") if await store.get(k)]
         assert kept == ["k2", "k3", "k4"]  # those that would go soonest went first
+        assert store.size() == 3
         assert await store.get("k4") == Entry(b"v4", 104.0, 204.0)
 
     asyncio.run(scenario())
