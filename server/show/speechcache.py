@@ -66,10 +66,9 @@ class SpeechCache:
         voice: str | None = None,
     ) -> AsyncGenerator[SpeechChunk, None]:
         """`text`'s chunks in `voice` (the cache's own by default): the kept ones, or
-        `synthesize()`'s, kept for next time. Piper
-        makes one chunk a sentence, and a stock line is a sentence or two: on a miss the whole
-        phrase is synthesized before its first chunk comes, and callers of the same phrase
-        meanwhile wait for that one synthesis."""
+        `synthesize()`'s, kept for next time. A voice makes one chunk a sentence, and a stock
+        line is a sentence or two: on a miss the whole phrase is synthesized before its first
+        chunk comes, and callers of the same phrase meanwhile wait for that one synthesis."""
 
         async def make() -> bytes:
             return encode([chunk async for chunk in synthesize()])

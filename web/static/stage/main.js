@@ -95,7 +95,6 @@ function showLevel(level) {
   if (!Number.isInteger(level) || !figure.level(level)) return;
   loop.avatar = figure.avatar;
   figure.avatar.setResolutionScale(budget.scale);
-  document.body.dataset.renderer = figure.renderer;
 }
 
 // Browsers may hold audio until the viewer's first click: say so, and start on that click.
