@@ -210,6 +210,10 @@ class FusedClock:
         if not m.ok:
             state.failed += 1
             return False
+        # the slew so far went toward the estimate as it stood, at the rate that held: bring it
+        # up to now before the reading moves the target (or starts a catch-up), or the next
+        # read would apply the new target and rate to the time before this reading too
+        self._slew_to(self.monotonic())
         offset = m.offset + system_minus_oscillator
         state.remember(m)
         best_bias = min(

@@ -83,6 +83,30 @@ def test_an_ntp_step_at_2am_is_slewed_not_jumped_and_followed_only_when_it_lasts
     assert abs(clock.status()["offset_s"] - 1.010) < 1e-3
 
 
+def test_a_followed_step_is_caught_up_from_the_reading_that_followed_it_not_before():
+    """Time read rarely: the catching-up rate starts at the reading that follows the step. The
+    seconds before it, while the clock held, slew no faster than the everyday limit."""
+    sim = SimTime()
+    clock = FusedClock(monotonic=sim, wall_at_start=0.0)
+    step_at = sim.t + 10
+
+    def ntp(t):
+        return Measurement("ntp", 0.010 + (1.0 if t > step_at else 0.0), 0.01, 5e-4, t)
+
+    clock.ingest(ntp(sim.t))
+    run(clock, sim, 10, ntp)
+    held = clock.now() - clock.oscillator()
+    # nobody reads the time while the step's readings come in and the last one is followed
+    for _ in range(clock.follow_after):
+        sim.t += 1.0
+        clock.ingest(ntp(sim.t))
+    assert clock.sources["ntp"].followed == 1
+    sim.t += 0.010
+    moved = clock.now() - clock.oscillator() - held
+    before = clock.max_slew_ppm * 1e-6 * clock.follow_after  # the seconds it held
+    assert 0 < moved <= before + clock.follow_slew_ppm * 1e-6 * 0.010 + 1e-9
+
+
 def test_a_late_offset_is_slewed_not_stepped():
     sim = SimTime()
     clock = FusedClock(monotonic=sim, wall_at_start=0.0)
