@@ -1,4 +1,6 @@
-from server.bench.abuse import as_unattacked, more_outside
+import numpy as np
+
+from server.bench.unchanged import as_unattacked, median_moved, more_outside
 
 
 def test_a_couple_more_onsets_outside_the_window_among_hundreds_is_chance():
@@ -23,3 +25,24 @@ def test_a_dozen_line_starts_are_judged_by_their_median_not_their_largest():
     assert as_unattacked(one_late, base) == "holds"
     assert as_unattacked([v + 8.0 for v in base], base) == "fails"  # all of them later
     assert as_unattacked([], base) == "—"
+
+
+def test_a_median_moved_by_a_frame_is_chance_where_the_line_starts_spread_that_wide():
+    # 35 line starts a phase, each a vsync either side of the sound (±8.3 ms) or on it, plus
+    # noise: a few more falling late in one phase part the medians by more than SLACK_MS
+    rng = np.random.default_rng(1)
+
+    def phase(early: int, on: int, late: int) -> list[float]:
+        starts = [-8.3] * early + [0.0] * on + [8.3] * late
+        return list(np.array(starts) + rng.normal(0, 1.5, len(starts)))
+
+    base, other = phase(8, 12, 15), phase(6, 10, 19)
+    assert abs(np.median(other) - np.median(base)) > 5.0
+    assert median_moved(other, base) >= 0.01
+    assert as_unattacked(other, base) == "holds"
+    # the same move where the starts are tight is the attack's
+    tight = list(rng.normal(0, 1, 35))
+    assert median_moved([v + 5.5 for v in tight], tight) < 0.001
+    assert as_unattacked([v + 5.5 for v in tight], tight) == "fails"
+    # seeded: the same figures give the same verdict twice
+    assert median_moved(other, base) == median_moved(other, base)
