@@ -40,7 +40,7 @@ class Pipeline:
         buffer: asyncio.Queue[str | None] = asyncio.Queue(self.buffer_phrases)
         writer = asyncio.get_running_loop().create_task(self.phrasing.write(utt, buffer))
         try:
-            while (phrase := await buffer.get()) is not None:
+            while (phrase := await _next(buffer, writer)) is not None:
                 await self._speak(utt, phrase)
                 utt.phrases.append(phrase)
                 if buffer.empty():
@@ -72,3 +72,18 @@ class Pipeline:
 
     def shutdown(self) -> None:
         self.speaking.shutdown()
+
+
+async def _next(buffer: asyncio.Queue[str | None], writer: asyncio.Task) -> str | None:
+    """The next phrase, or None after the last; the writer's error where it failed before
+    putting its last (an LLM that raised, or stopped within its deadline, puts no None: a
+    wait on the buffer alone would hold the stage for good)."""
+    get = asyncio.ensure_future(buffer.get())
+    try:
+        await asyncio.wait({get, writer}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        get.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        return await get  # a phrase taken before the cancel is kept
+    writer.result()  # done before its last phrase: its error
+    return buffer.get_nowait()  # done with its last: the None it put

@@ -4,6 +4,7 @@ its utterance and no other, and /healthz says whether the show is actually on ai
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 
 import pytest
@@ -101,6 +102,31 @@ def test_a_synthesis_that_hangs_fails_its_utterance_and_the_next_is_spoken(show)
     assert meanwhile[0] == 200, meanwhile
     assert failed["state"] == "failed"
     assert f"did not answer within {DEADLINE_S:g} s" in failed["error"], failed
+    assert after["state"] == "done"
+
+
+def test_a_reply_whose_llm_raises_fails_its_utterance_and_the_next_is_spoken(show):
+    llm = show.app[LIVE].models.llm
+    stream = llm.stream
+
+    def raising(*args, **kwargs):
+        yield from itertools.islice(stream(*args, **kwargs), 3)  # a few words, then it breaks
+        raise RuntimeError("the model broke")
+
+    async def run():
+        llm.stream = raising
+        _, broken = await say(show, "answer this", mode="chat")
+        failed = await until_final(show, broken["utterance_id"], timeout=15)
+        llm.stream = stream
+        _, nxt = await say(show, "and then this", mode="chat")
+        return failed, await until_final(show, nxt["utterance_id"], timeout=20)
+
+    try:
+        failed, after = asyncio.run(run())
+    finally:
+        llm.stream = stream
+    assert failed["state"] == "failed"
+    assert "the model broke" in failed["error"], failed
     assert after["state"] == "done"
 
 
