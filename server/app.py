@@ -13,7 +13,7 @@ import aiohttp_jinja2
 import jinja2
 from aiohttp import web
 
-from . import heap
+from . import drills, heap
 from .cache import Cache, RedisStore, SQLiteStore, Store
 from .config import Config, state_path
 from .facts import page_facts
@@ -100,6 +100,7 @@ def build_app(
     aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(str(web_dir)), autoescape=True)
     api.add_routes(app)
     hostdesk.setup(app)  # the host panel's own endpoints, built on the API's helpers
+    drills.setup(app)
     app[MEMORY] = memory = MemoryWatch(
         metrics, metrics.anomalies, cfg.alerts.rss_alert_mb * 1024 * 1024 or None
     )
@@ -196,6 +197,10 @@ async def _bring_up(app: web.Application, models: Models | None) -> None:
             app[LIVE].step = f"failed ({type(exc).__name__}): see the server's log"
             return
     app[LIVE].models = models  # a restarted server in the same process can reuse them
+    llm, tts = models.llm, models.tts
+    if cfg.drills:  # the faults a host may inject strike in the models' own calls
+        llm = drills.DrilledLLM(llm, app[drills.DRILLS])
+        tts = drills.DrilledTTS(tts, app[drills.DRILLS])
     feedback = None
     if models.asr is not None and cfg.feedback.enabled:
         fc = cfg.feedback
@@ -215,8 +220,8 @@ async def _bring_up(app: web.Application, models: Models | None) -> None:
         app[BROADCAST],
         app[METRICS],
         app[SIGNALS].emit,
-        models.llm,
-        models.tts,
+        llm,
+        tts,
         feedback,
         app[TIME],
         app[LOGBOOK],

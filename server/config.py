@@ -160,6 +160,9 @@ class Config:
     # each; the stage's own origin always may, any other may not
     allowed_origins: list[str] = field(default_factory=list)
     load_asr: bool = True
+    # faults a host may inject on purpose (POST /api/v1/drill, server/drills.py): off, since
+    # a show open to the public lets no one break its models
+    drills: bool = False
     token_generated: bool = False
 
     def role(self, name: str | None) -> RoleConfig | None:

@@ -68,6 +68,13 @@ class Metrics:
             ["outcome"],
             registry=r,
         )
+        # against the outcomes: accepted = done + interrupted + failed + those still queued or
+        # speaking; any other difference is an utterance lost
+        self.accepted = Counter(
+            "allnighter_utterances_accepted",
+            "Utterances accepted (and those taken up again after a restart)",
+            registry=r,
+        )
         self.rejected = Counter(
             "allnighter_rejected_requests",
             "Refused input by reason",

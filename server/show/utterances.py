@@ -160,6 +160,7 @@ class Outcomes:
         self.metrics, self.logbook = metrics, logbook
 
     def accepted(self, utt: Utterance) -> None:
+        self.metrics.accepted.inc()
         if self.logbook is not None:
             self.logbook.accepted(utt.id, utt.role, utt.mode, utt.text, time.time() * 1000)
 
@@ -175,6 +176,7 @@ class Outcomes:
 
     def requeued(self, utt: Utterance) -> None:
         """Taken up again after a restart: no viewer had heard it."""
+        self.metrics.accepted.inc()  # this process owes it an outcome too
         if self.logbook is not None:
             self.logbook.requeued(utt.id)
 
