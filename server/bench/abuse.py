@@ -46,6 +46,7 @@ from pathlib import Path
 
 from server.media.syncwindows import ATSC, in_window
 
+from . import scrape
 from .attacks import ATTACKS
 from .browser import SERVER_NICE, launch
 from .cores import cores_apart
@@ -53,7 +54,7 @@ from .lipsync_tables import goals
 from .table import median, pct, render
 from .talking import talking_server
 from .unchanged import as_unattacked
-from .viewers import _collect, _server_frames, _start_clients
+from .viewers import collect, server_frames, start_clients
 from .watcher import Watcher
 
 # The attacker stands for machines elsewhere: its own CPU is not the server's to lose. Five nice
@@ -62,25 +63,17 @@ from .watcher import Watcher
 ATTACKER_NICE = 19
 
 
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
 def _buckets(url: str) -> dict[str, dict[float, float]]:
     """The event loop's lag and the collector's pauses, each histogram's cumulative counts by
     upper bound (s)."""
-    text = urllib.request.urlopen(f"{url}/metrics", timeout=10).read().decode()
     out: dict[str, dict[float, float]] = {LAG: {}, GC: {}}
-    for line in text.splitlines():
-        name = line.split("_bucket{")[0]
-        if name in out:
-            le = line.split('le="')[1].split('"')[0]
+    for sample, value in scrape.metrics(url).items():
+        name = sample.split("_bucket{")[0]
+        if name in out and "_bucket{" in sample:
+            le = sample.split('le="')[1].split('"')[0]
             bound = float("inf") if le == "+Inf" else float(le)
             # the collector's pauses: every generation's together
-            out[name][bound] = out[name].get(bound, 0.0) + float(line.split()[-1])
+            out[name][bound] = out[name].get(bound, 0.0) + value
     return out
 
 
@@ -138,11 +131,11 @@ def _until_no_peers(url: str, most_s: float = 60.0) -> None:
 def _phase(
     pid: int, url: str, attack: str, seconds: float, after_s: float, watcher: Watcher
 ) -> tuple[list, dict[str, list[float]]]:
-    start_rss = rss_mb(pid)
-    sent0, late0 = _server_frames(url)
+    start_rss = scrape.rss_mb(pid)
+    sent0, late0 = server_frames(url)
     seen0 = _buckets(url)
     mark = watcher.mark()
-    viewer = _start_clients(url, 1, seconds)
+    viewer = start_clients(url, 1, seconds)
     out = Path(tempfile.mkstemp(suffix=".json")[1])
     command = ["-m", "server.bench.attacks", url, attack, str(seconds), str(out)]
     attacker = subprocess.Popen(
@@ -150,19 +143,19 @@ def _phase(
     )
     peak = start_rss
     while attacker.poll() is None:
-        peak = max(peak, rss_mb(pid))
+        peak = max(peak, scrape.rss_mb(pid))
         watcher.wait(0.5)
-    sent1, late1 = _server_frames(url)
+    sent1, late1 = server_frames(url)
     seen = _buckets(url)
     lag = [bucket_ms(seen0[LAG], seen[LAG], q) for q in (0.99, 1.0)]
     gc_pause = bucket_ms(seen0[GC], seen[GC], 1.0)
-    heard = _collect(viewer, seconds)
+    heard = collect(viewer, seconds)
     sync = watcher.figures(mark)
     told = json.loads(out.read_text()) if out.stat().st_size else {}
     out.unlink()
     watcher.wait(after_s)
     _until_no_peers(url)  # unconnected peers hold their slots until reaped
-    after = rss_mb(pid)
+    after = scrape.rss_mb(pid)
     late = 100 * (late1 - late0) / max(1.0, sent1 - sent0)
     expected = max(1, heard["expected"])
     print(f"{attack}: {told}", flush=True)

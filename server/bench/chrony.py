@@ -3,7 +3,7 @@
 Started as in the project's recipe: `chronyd -x -d -u root -f CONF` with its own port, pid and
 drift files, loopback only and no command port; `-x` and our own `-f` keep it from touching
 the system clock or reaching the internet pool. chrony serves this machine's own clock, so a
-reading of it has an offset of ~0: offsets and steps need tests.timesync.ntp_responder.
+reading of it has an offset of ~0: offsets and steps need server/bench/ntpserver.py.
 """
 
 from __future__ import annotations

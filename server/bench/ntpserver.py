@@ -1,7 +1,9 @@
-"""A tiny NTP server for tests: answers on loopback with an injected offset (or not at all).
+"""A tiny NTP server for the tests and the benches: answers on loopback with an injected offset
+(or not at all).
 
-chrony serves this machine's own clock; to test offsets and steps the tests need a server
-whose time is off by a known amount. `offset` and `silent` may be changed while it runs (a
+chrony serves this machine's own clock; to test offsets and steps, and to step the only source
+of a real run of the show (`bench nights`), a server is needed whose time is off by a known
+amount. `offset` and `silent` may be changed while it runs (a
 step at a chosen moment); `jitter` adds gaussian noise (σ, s) to each reply's clock.
 """
 

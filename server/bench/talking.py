@@ -89,7 +89,8 @@ def talking_server(
 ) -> Iterator[tuple[subprocess.Popen, str]]:
     """`allnighter serve` as its own process with the TOML `settings` (`nice` values below
     this one, on the cores `cpus` where given), healthy and speaking `lines` in turn the whole
-    time (`pause_s` between them, or none): (the process, its URL). Stopped on the way out."""
+    time (`pause_s` between them, or none; no lines, no talking): (the process, its URL).
+    Stopped on the way out."""
     port = free_port()
     env = {**os.environ, "ALLNIGHTER_HOST_TOKEN": token}
     config = Path(tempfile.mkstemp(suffix=".toml")[1])
@@ -112,11 +113,12 @@ def talking_server(
     stop = threading.Event()
     try:
         asyncio.run(wait_healthy(url))
-        talker = threading.Thread(
-            target=lambda: asyncio.run(keep_talking(url, token, stop, pause_s, lines)),
-            daemon=True,
-        )
-        talker.start()
+        if lines:  # none: the show speaks for itself (its autopilot), or not at all
+            talker = threading.Thread(
+                target=lambda: asyncio.run(keep_talking(url, token, stop, pause_s, lines)),
+                daemon=True,
+            )
+            talker.start()
         yield server, url
     finally:
         stop.set()

@@ -19,9 +19,9 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
+from . import scrape
 from .table import render
 from .talking import talking_server
 
@@ -39,14 +39,9 @@ def cpu_seconds(pid: int, thread: int | None = None) -> float:
 PER_CLIENT_PROCESS = 25  # viewers per client process, so one Python process is not the limit
 
 
-def _server_frames(url: str) -> tuple[float, float]:
+def server_frames(url: str) -> tuple[float, float]:
     """(frames sent, frames sent two or more slots late) from the server's own metrics."""
-    text = urllib.request.urlopen(f"{url}/metrics", timeout=10).read().decode()
-    values = {}
-    for line in text.splitlines():
-        if line.startswith(("allnighter_frames_sent ", "allnighter_frames_late ")):
-            name, value = line.split()
-            values[name] = float(value)
+    values = scrape.metrics(url)
     return values["allnighter_frames_sent"], values["allnighter_frames_late"]
 
 
@@ -54,17 +49,21 @@ def _measure(pid: int, url: str, seconds: float) -> tuple[float, float, float]:
     """Over `seconds`: server CPU (cores), its event-loop thread's CPU (cores: where the
     per-viewer work happens; speech synthesis runs on other threads and comes in bursts),
     and the share of frames the server sent late (%)."""
-    sent0, late0 = _server_frames(url)
+    sent0, late0 = server_frames(url)
     c0, l0, t0 = cpu_seconds(pid), cpu_seconds(pid, pid), time.monotonic()
     time.sleep(seconds)
     elapsed = time.monotonic() - t0
     cores = (cpu_seconds(pid) - c0) / elapsed
     loop = (cpu_seconds(pid, pid) - l0) / elapsed
-    sent1, late1 = _server_frames(url)
+    sent1, late1 = server_frames(url)
     return cores, loop, 100 * (late1 - late0) / max(1.0, sent1 - sent0)
 
 
-def _start_clients(url: str, n: int, seconds: float) -> list[tuple[subprocess.Popen, Path]]:
+def start_clients(
+    url: str, n: int, seconds: float, nice: int = 0
+) -> list[tuple[subprocess.Popen, Path]]:
+    """`n` viewers in processes of their own (`nice` values below this one), each counting
+    what it hears for `seconds`; returned once all of them hear the broadcast."""
     clients = []
     for k in range(0, n, PER_CLIENT_PROCESS):
         out = Path(tempfile.mkstemp(suffix=".json")[1])
@@ -79,7 +78,10 @@ def _start_clients(url: str, n: int, seconds: float) -> list[tuple[subprocess.Po
             str(seconds),
             str(out),
         ]
-        clients.append((subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True), out))
+        proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, text=True, preexec_fn=lambda: os.nice(nice)
+        )
+        clients.append((proc, out))
     for proc, _ in clients:  # every client says when all its viewers hear the broadcast
         assert proc.stdout is not None  # opened as a pipe
         line = proc.stdout.readline()
@@ -88,7 +90,7 @@ def _start_clients(url: str, n: int, seconds: float) -> list[tuple[subprocess.Po
     return clients
 
 
-def _collect(clients: list[tuple[subprocess.Popen, Path]], seconds: float) -> dict:
+def collect(clients: list[tuple[subprocess.Popen, Path]], seconds: float) -> dict:
     total = {"viewers_heard": 0, "expected": 0, "lost": 0, "late": 0}
     for proc, out in clients:
         proc.wait(timeout=seconds + 120)
@@ -113,9 +115,9 @@ def run(counts: list[int], seconds: float) -> str:
         rows.append([0, "-", "-", "-", base_late, base * 100, base_loop * 100, "-", "-"])
         print(f"baseline: server {base * 100:.1f}% of a core", flush=True)
         for n in counts:
-            clients = _start_clients(url, n, seconds)
+            clients = start_clients(url, n, seconds)
             cores, loop, late_sends = _measure(server.pid, url, seconds)
-            t = _collect(clients, seconds)
+            t = collect(clients, seconds)
             lost = 100 * t["lost"] / max(1, t["expected"])
             late = 100 * t["late"] / max(1, t["expected"])
             verdict = "holds" if lost < LOSS_GOAL and t["viewers_heard"] == n else "fails"

@@ -36,14 +36,15 @@ class Watcher:
         """Sleep, while Playwright takes the page's events."""
         self.page.wait_for_timeout(seconds * 1000)
 
-    def figures(self, mark: tuple[float, float]) -> dict[str, list[float]]:
+    def figures(self, mark: tuple[float, float], wait: bool = True) -> dict[str, list[float]]:
         """Picture − sound (ms) since `mark`: the probe's at each line start it heard, but
         those the browser showed late (its frames are the viewer's machine's, not the
         server's: lipsync_figures.seen_late), which are counted; the page's at every viseme
         onset it drew; and the probe's less the page's own at the same line starts (where the
         two meters part, one of them moved)."""
         since_ms, since = mark
-        self.wait(STATS_PERIOD_S + 0.5)  # the page's last report
+        if wait:  # for the page's last report (`wait=False`: the caller waited, for many pages)
+            self.wait(STATS_PERIOD_S + 0.5)
         recs = records(self.page, since_ms)
         found = onsets(recs)
         probed = [(m - t, seen_late(recs, m)) for t, m in found]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.timesync.ntp_responder import NTPResponder
+from server.bench.ntpserver import NTPResponder
 from timesync.fused import FusedClock
 from timesync.measurement import Measurement
 from timesync.ntp import NTPSource

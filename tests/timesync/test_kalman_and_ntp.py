@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.timesync.ntp_responder import NTPResponder
+from server.bench.ntpserver import NTPResponder
 from timesync.kalman import OffsetDriftFilter
 from timesync.measurement import Measurement
 from timesync.ntp import NTPSource, consensus, from_ntp, to_ntp

@@ -8,8 +8,8 @@ import logging
 
 import pytest
 
+from server.bench.ntpserver import NTPResponder
 from server.config import load_config
-from tests.timesync.ntp_responder import NTPResponder
 from timesync.fused import FusedClock
 from timesync.measurement import Measurement
 from timesync.ntp import NTPSource, consensus

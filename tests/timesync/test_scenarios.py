@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from tests.timesync.ntp_responder import NTPResponder
+from server.bench.ntpserver import NTPResponder
 from timesync.fused import FusedClock
 from timesync.ntp import NTPSource
 from timesync.simulate import SimNTP, SimPTP, Trace, lost_from, percentiles, run

@@ -10,10 +10,10 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from server.bench.inprocess import LiveServer
+from server.bench.ntpserver import NTPResponder
 from server.config import load_config
 from server.loading import Models
 from tests.fakes import ToneTTS, WordsLLM
-from tests.timesync.ntp_responder import NTPResponder
 
 
 def samples(text: str) -> dict[tuple[str, tuple], float]:

@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pytest
 
-from tests.timesync.ntp_responder import NTPResponder
+from server.bench.ntpserver import NTPResponder
 from timesync.fused import FusedClock
 from timesync.instant import monotonic_and_system
 from timesync.measurement import Measurement
