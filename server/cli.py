@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import logging
+import signal
 import sys
 
 from aiohttp import web
@@ -32,6 +34,9 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def bench(args: argparse.Namespace) -> int:
+    # a long bench that stops moving can be asked where it is: kill -USR1 prints every
+    # thread's stack to stderr
+    faulthandler.register(signal.SIGUSR1, file=sys.stderr)
     if args.what == "latency":
         from .bench.latency import main as run
     elif args.what == "lipsync":
@@ -101,6 +106,12 @@ def main(argv: list[str] | None = None) -> int:
         type=float,
         default=20.0,
         help="clock: seconds each live fixture (chronyd, ptp4l) is read; 0: none",
+    )
+    b.add_argument(
+        "--live-minutes",
+        type=float,
+        default=60.0,
+        help="nights: minutes of the real run (autopilot, pages, viewers, faults); 0: none",
     )
     b.set_defaults(func=bench)
     args = parser.parse_args(argv)

@@ -124,6 +124,12 @@ def nights_table(nights: list[Night]) -> str:
         ["  (s from the step to the first reading that shows it, not counted)",
          *spread([n.unknowable_s for n in nights]), "—", "—"],
         ["  cache or logbook past its bound", *spread([n.grew for n in nights]), "0", "—"],
+        ["  silences longer than the autopilot's gap (and a second)",
+         *spread([n.silences_over for n in nights]), "0", "—"],
+        ["longest silence s, the restart's aside", *spread([n.longest_silence_s for n in nights]),
+         "—", "—"],
+        ["  the restart's, to its first line after", *spread([n.restart_silence_s for n in nights]),
+         "—", "—"],
         ["syntheses, 02:00 hour ÷ worst other (cache as shipped)", *spread(shipped), "≤ 1.2",
          "holds" if max(shipped) <= 1.2 else "fails"],
         ["syntheses, 02:00 hour ÷ worst other (aligned lifetimes, baseline)", *spread(aligned),
@@ -165,8 +171,16 @@ def main(args: argparse.Namespace, load: Callable | None = None) -> int:
     cfg.load_asr = False
     if args.nights > 0:
         print(f"{args.nights} simulated nights…", flush=True)
-        print(nights_table(simulate(args.nights, cfg.cache, cfg.night)) + "\n", flush=True)
+        print(
+            nights_table(simulate(args.nights, cfg.cache, cfg.night, cfg.autopilot)) + "\n",
+            flush=True,
+        )
     models = (load or load_models)(cfg)
     assert models.light is not None  # load_models loads it
-    print(levels_table(cfg, models.llm, models.tts, models.light, args.lines))
+    print(levels_table(cfg, models.llm, models.tts, models.light, args.lines) + "\n", flush=True)
+    del models  # the real run's server loads its own
+    if args.live_minutes > 0:
+        from .nightlive import main_live
+
+        main_live(args)
     return 0

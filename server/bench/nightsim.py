@@ -1,8 +1,10 @@
 """Simulated nights for `bench nights`: the night's machinery on a clock of its own.
 
 Each night runs from 20:00 to 08:00 in one-second steps, seeded. Viewers join (most in the
-evening, few at 4 a.m.) and leave; each join brings a greeting and the autopilot an opener
-every 45 s, both through the speech cache; every line the show accepts goes into the logbook.
+evening, few at 4 a.m.) and leave; each join brings a greeting and a stock opener comes every
+45 s, both through the speech cache; the show's autopilot (server/host/autopilot.py) looks
+every second and says a few words on a topic after `max_silence_s` of quiet; every line the
+show accepts goes into the logbook.
 At 02:00 the server restarts: it is gone for `DOWN_S`, every page comes back by its own
 backoff, the cache and the logbook are opened again from their files. At 03:30 the only time
 source steps 50 ms. The parts are the show's own, each on the simulated clock: the speech cache
@@ -12,16 +14,19 @@ page's reconnect backoff (web/static/stage/link.js, run by node).
 
 Incidents: an accepted line the logbook lost at the restart, the clock going backwards or out
 of its bound (but between the step and the first reading that shows it, which nothing can
-know), the cache or logbook growing past their bounds. Syntheses (cache misses and remakes)
-are counted by the minute: the 02:00 hour against the worst other, for the cache as shipped and
-with lifetimes that line up (no jitter, nothing served stale). With a line or two a minute the
-requests themselves spread what expires together, so the baseline herds little here: this
-shows the shipped cache's remakes stay spread over a restart, not how bad a herd could be.
+know), the cache or logbook growing past their bounds, nothing on the air for longer than the
+autopilot's gap and its next look (the restart's silence is reported on its own). Syntheses
+(cache misses and remakes) are counted by the minute: the 02:00 hour against the worst other,
+for the cache as shipped and with lifetimes that line up (no jitter, nothing served stale).
+With a line or two a minute the requests themselves spread what expires together, so the
+baseline herds little here: this shows the shipped cache's remakes stay spread over a
+restart, not how bad a herd could be.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import itertools
 import json
@@ -29,17 +34,23 @@ import math
 import random
 import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
 from timesync.simulate import Reference, SimNTP, run
 
 from ..cache import Cache, SQLiteStore
+from ..config import RoleConfig
+from ..host.autopilot import Autopilot
 from ..logbook import Logbook
 from ..night.ladder import Ladder, Reading
-from ..nightsettings import CacheConfig, NightConfig
+from ..nightsettings import AutopilotConfig, CacheConfig, NightConfig
+from ..show.stage import Stage
+from ..show.utterances import Utterance
 
 HOURS = 12  # 20:00 to 08:00
 START = dt.datetime(2026, 12, 4, 20, 0, tzinfo=dt.UTC)
@@ -67,6 +78,9 @@ class Night:
     bound_missed: float = 0.0  # share of reads whose error the bound did not cover
     unknowable_s: float = 0.0  # from the step to the first reading that shows it
     grew: int = 0  # the cache or the logbook past its bound
+    silences_over: int = 0  # nothing on the air longer than the autopilot's gap (and a tick)
+    longest_silence_s: float = 0.0  # the restart's aside
+    restart_silence_s: float = 0.0  # from the server's going to its first line after
     made: dict[str, list[int]] = field(default_factory=dict)  # syntheses a minute, by variant
     viewers_peak: int = 0
     viewers_at_restart: int = 0
@@ -76,7 +90,33 @@ class Night:
 
     @property
     def incidents(self) -> int:
-        return self.lost + self.clock_backwards + (self.bound_missed > 0) + self.grew
+        return (
+            self.lost + self.clock_backwards + (self.bound_missed > 0) + self.grew
+            + self.silences_over
+        )  # fmt: skip
+
+
+class SimStage:
+    """What the autopilot asks of the stage, on the simulated night: whether it is quiet, and
+    a line to say (the loop below speaks it)."""
+
+    def __init__(self, quiet: Callable[[], bool]) -> None:
+        self._quiet = quiet
+        self.taken: list[Utterance] = []
+
+    @property
+    def quiet(self) -> bool:
+        return self._quiet()
+
+    def submit(
+        self, text: str, character: RoleConfig, mode: str, cache: bool = False, source: str = ""
+    ) -> Utterance:
+        utt = Utterance(text, character.name, mode, character, cache=cache, source=source)
+        self.taken.append(utt)
+        return utt
+
+    def withdraw(self, source: str, why: str) -> list[str]:
+        return []  # no host acts in the simulation
 
 
 def reconnects(viewers: int, down_s: float, seed: int) -> list[float]:
@@ -99,7 +139,13 @@ class SimTime:
         return (START + dt.timedelta(seconds=self.s)).time()
 
 
-async def _night(seed: int, cache_cfg: CacheConfig, night_cfg: NightConfig, folder: Path) -> Night:
+async def _night(
+    seed: int,
+    cache_cfg: CacheConfig,
+    night_cfg: NightConfig,
+    autopilot_cfg: AutopilotConfig,
+    folder: Path,
+) -> Night:
     rng = random.Random(seed)
     t = SimTime()
     fig = Night(seed)
@@ -127,6 +173,20 @@ async def _night(seed: int, cache_cfg: CacheConfig, night_cfg: NightConfig, fold
     viewers, queue, serial = 0, list[str](), itertools.count()
     on_air: str | None = None
     speaking_until = 0.0
+    stage = SimStage(lambda: on_air is None and not queue)
+    quiet_since: float | None = 0.0
+
+    def open_autopilot() -> Autopilot:
+        """The show's own autopilot, on the simulated clock: a few words on a topic after
+        `max_silence_s` of quiet (the greetings come with each join below)."""
+        cfg = dataclasses.replace(autopilot_cfg, enabled=True, greet=False, answer_chat="off")
+        return Autopilot(
+            cfg, stage=lambda: cast(Stage, stage), chat=list, answered=lambda c, u: None,
+            is_answered=lambda c: False, viewers=lambda: viewers, role=RoleConfig(),
+            clock=lambda: t.s, rng=random.Random(seed),
+        )  # fmt: skip
+
+    autopilot = open_autopilot()
 
     async def line(text: str) -> None:
         for name, cache in caches.items():
@@ -137,6 +197,9 @@ async def _night(seed: int, cache_cfg: CacheConfig, night_cfg: NightConfig, fold
                 return text.encode()
 
             await cache.get(text, make)
+        accept(text)
+
+    def accept(text: str) -> None:
         uid = f"{seed}-{next(serial)}"
         book.accepted(uid, "host", "verbatim", text, t.epoch() * 1000)
         queue.append(uid)
@@ -151,7 +214,7 @@ async def _night(seed: int, cache_cfg: CacheConfig, night_cfg: NightConfig, fold
                 await cache.store.close()
             t.s += DOWN_S
             book = Logbook(folder / "logbook.sqlite", keep_utterances=KEEP)
-            caches, ladder = open_caches(), open_ladder()
+            caches, ladder, autopilot = open_caches(), open_ladder(), open_autopilot()
             kept = {row["id"] for row in book.unfinished()}
             fig.lost += sum(1 for uid in [*queue, on_air] if uid is not None and uid not in kept)
             if on_air is not None:  # as server/show/resuming.py does: reported failed
@@ -167,6 +230,10 @@ async def _night(seed: int, cache_cfg: CacheConfig, night_cfg: NightConfig, fold
         fig.viewers_peak = max(fig.viewers_peak, viewers)
         if second % 45 == 0:
             await line(rng.choice(OPENERS))
+        autopilot.tick()
+        for utt in stage.taken:  # a topic: the LLM's reply, not cached
+            accept(utt.text)
+        stage.taken.clear()
         if t.s >= speaking_until:  # the line on the air is done; the next one speaks
             if on_air is not None:
                 book.changed(on_air, "done")
@@ -174,6 +241,17 @@ async def _night(seed: int, cache_cfg: CacheConfig, night_cfg: NightConfig, fold
             if on_air is not None:
                 book.changed(on_air, "on_air")
                 speaking_until = t.s + LINE_S
+        if on_air is None and quiet_since is None:
+            quiet_since = t.s
+        elif on_air is not None and quiet_since is not None:
+            quiet = t.s - quiet_since
+            if quiet_since < RESTART_S <= t.s:
+                fig.restart_silence_s = quiet
+            else:
+                fig.longest_silence_s = max(fig.longest_silence_s, quiet)
+                # the autopilot speaks once the gap has passed, at its next look (a second)
+                fig.silences_over += quiet > autopilot_cfg.max_silence_s + 1.0
+            quiet_since = None
         if second % 10 == 0:
             cpu = min(1.0, 0.03 + 0.002 * viewers + rng.gauss(0, 0.01))
             reading = Reading(
@@ -201,10 +279,13 @@ async def _night(seed: int, cache_cfg: CacheConfig, night_cfg: NightConfig, fold
     return fig
 
 
-def simulate(nights: int, cache_cfg: CacheConfig, night_cfg: NightConfig) -> list[Night]:
+def simulate(
+    nights: int, cache_cfg: CacheConfig, night_cfg: NightConfig, autopilot_cfg: AutopilotConfig
+) -> list[Night]:
     out = []
     for seed in range(nights):
         with tempfile.TemporaryDirectory() as folder:
-            out.append(asyncio.run(_night(seed, cache_cfg, night_cfg, Path(folder))))
+            night = _night(seed, cache_cfg, night_cfg, autopilot_cfg, Path(folder))
+            out.append(asyncio.run(night))
         print(f"  night {seed + 1}/{nights}: {out[-1].incidents} incidents", flush=True)
     return out

@@ -109,10 +109,12 @@ def test_bench_abuse_prints_each_attack_beside_none():
 
 
 def test_bench_nights_prints_simulated_nights_and_what_each_level_saves():
-    out = allnighter("nights", "--nights", "1", "--lines", "2")
+    out = allnighter("nights", "--nights", "1", "--lines", "2", "--live-minutes", "0")
     nights = rows_of(out, "bench nights: 1 simulated nights")
     assert nights["incidents a night (all kinds)"][""] in ("holds", "fails"), out
     assert float(nights["viewers at the restart"]["median"]) > 0, out
+    # the autopilot spoke into the quiet: a night's longest silence is measured, and counted
+    assert float(nights["longest silence s, the restart's aside"]["worst"]) > 0, out
     assert float(nights["pages back in the busiest second after it"]["median"]) > 0, out
     shipped = "syntheses, 02:00 hour ÷ worst other (cache as shipped)"
     assert nights[shipped][""] in ("holds", "fails"), out

@@ -1,0 +1,243 @@
+"""`allnighter bench nights --live-minutes N` (60): a real hour of the show running itself.
+
+The server as its own process, as shipped but for its bind address and a few settings: the
+autopilot on (a line after GAP_S of silence), drills on, the ASR checker off (the show and the
+night are measured, not the checker), the night's triggers off (the same show at any hour),
+and as its only time source a loopback NTP server of the bench's own. Nobody drives it: the
+autopilot speaks, topics through the real LLM and greetings from the speech cache. Five stage
+pages in Chromium watch it, each with the probe (server/bench/probe.js), and twenty aiortc
+viewers in processes of their own listen. On a schedule, as shares of the run:
+
+- 20 %: a synthesis raises (drill `tts_raises`);
+- 35 %: a synthesis hangs three times its deadline (`tts_hangs`);
+- 50 %: the NTP server steps STEP_S;
+- 65 %: a reply's LLM raises after its first token (`llm_raises`);
+- 80 %: the twenty viewers drop at once (their processes killed) and twenty others join.
+
+Figures (nightlive_table.py): RSS after the warm-up and at the end, frames the server sent
+late, lip-sync in the first and last WINDOW_S, utterances accepted against their outcomes once
+the show is drained, each failure's reason, the silences, the clock against the NTP server,
+and the viewers who came back. Placement as in `bench abuse`: the server on cores of its own,
+the browser and the viewers (standing for other machines) on the rest.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import scrape
+from .browser import SERVER_NICE, launch
+from .cores import cores_apart
+from .nightlive_table import Run, report
+from .ntpserver import NTPResponder
+from .talking import playing, talking_server
+from .viewers import collect, server_frames, start_clients
+from .watcher import STATS_PERIOD_S, Watcher
+
+TOKEN = "bench-nights-token-0"
+SETTLE_S = 20.0  # pages and viewers join, the first lines play, before anything is counted
+PAGES, VIEWERS = 5, 20
+CLIENT_NICE = 19  # the viewers stand for other machines: they take what the server leaves
+GAP_S = 5.0  # the autopilot's max_silence_s
+STEP_S = 0.050
+WINDOW_S = 600.0  # the first and the last ten minutes (a third of a shorter run)
+POLL_S = 1.0  # the host's list (its last 20 lines), for the silences and the failures
+SCHEDULE = (
+    (0.20, "tts_raises"),
+    (0.35, "tts_hangs"),
+    (0.50, "ntp_step"),
+    (0.65, "llm_raises"),
+    (0.80, "viewers_drop"),
+)
+DRAIN_S = 180.0  # at the end, the autopilot off: what is queued is spoken within this
+
+
+def settings(ntp_port: int) -> str:
+    clients = PAGES + VIEWERS
+    return (
+        "load_asr = false\ndrills = true\n"
+        f"[autopilot]\nenabled = true\nmax_silence_s = {GAP_S}\n"
+        f'[time]\nntp_servers = ["127.0.0.1:{ntp_port}"]\nmax_poll_s = 8.0\n'
+        # every client comes from this one address, the dropped viewers' peers still held
+        f"[webrtc]\nmax_viewers_per_address = {2 * clients}\n"
+        f"offers_per_minute = {10 * clients}\noffer_burst = {2 * clients}\n"
+    )
+
+
+@dataclass
+class Silences:
+    """Stretches with nothing on the air, seen from the host's list every POLL_S: (when it
+    began, s since the run's start; how long, s)."""
+
+    since: float | None = None
+    stretches: list[tuple[float, float]] = field(default_factory=list)
+
+    def saw(self, t: float, on_air: bool) -> None:
+        if on_air and self.since is not None:
+            self.stretches.append((self.since, t - self.since))
+            self.since = None
+        elif not on_air and self.since is None:
+            self.since = t
+
+
+class LiveNight:
+    """The run's state as it goes: the server, its watchers and viewers, what was seen."""
+
+    def __init__(self, pid: int, url: str, ntp: NTPResponder, watchers: list[Watcher]) -> None:
+        self.pid, self.url, self.ntp, self.watchers = pid, url, ntp, watchers
+        self.run = Run()
+        self.silences = Silences()
+        self.failures: dict[str, str] = {}  # utterance id → its reason
+        self.viewers = start_clients(url, VIEWERS, 24 * 3600, CLIENT_NICE)  # killed at the drop
+        self.started = time.monotonic()
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def look(self) -> dict:
+        """The host's list: a silence begun or ended, the failures in it so far."""
+        snap = scrape.get_json(self.url, "/api/v1/utterances", TOKEN)
+        on_air = snap["current"] is not None or playing(snap)
+        self.silences.saw(self.elapsed(), on_air)
+        for u in snap["recent"]:
+            if u["state"] == "failed":
+                self.failures[u["id"]] = u.get("error") or "?"
+        return snap
+
+    def fault(self, name: str) -> None:
+        at = self.elapsed()
+        if name == "ntp_step":
+            self.run.clock_before = scrape.get_json(self.url, "/api/v1/time")["offset_s"]
+            self.ntp.offset += STEP_S
+        elif name == "viewers_drop":
+            for proc, out in self.viewers:
+                proc.send_signal(signal.SIGKILL)  # gone without a goodbye, as a network drops
+                proc.wait()
+                out.unlink(missing_ok=True)
+            began = time.monotonic()
+            remaining = max(60.0, self.run.total_s - at)
+            self.viewers = start_clients(self.url, VIEWERS, remaining, CLIENT_NICE)
+            self.run.rejoin_s = time.monotonic() - began
+        else:
+            scrape.post_json(self.url, "/api/v1/drill", {"fault": name}, TOKEN)
+        self.run.faults.append((at, name))
+        print(f"{at:7.1f} s: {name}", flush=True)
+
+    def marks(self) -> list[tuple[float, float]]:
+        return [w.mark() for w in self.watchers]
+
+    def figures(self, marks: list[tuple[float, float]]) -> dict[str, list[float]]:
+        """Every page's figures since its mark, together."""
+        self.watchers[0].wait(STATS_PERIOD_S + 0.5)  # each page's last report
+        out: dict[str, list[float]] = {}
+        for w, mark in zip(self.watchers, marks, strict=True):
+            for key, values in w.figures(mark, wait=False).items():
+                out.setdefault(key, []).extend(values)
+        return out
+
+    def counts(self) -> dict[str, float]:
+        values = scrape.metrics(self.url)
+        outcome = 'allnighter_utterances_total{outcome="%s"}'
+        return {
+            "accepted": values.get("allnighter_utterances_accepted_total", 0.0),
+            **{k: values.get(outcome % k, 0.0) for k in ("done", "interrupted", "failed")},
+        }
+
+    def drained(self) -> bool:
+        """The autopilot off, until nothing waits, is made or plays."""
+        scrape.post_json(self.url, "/api/v1/autopilot", {"enabled": False}, TOKEN)
+        deadline = time.monotonic() + DRAIN_S
+        while time.monotonic() < deadline:
+            snap = self.look()
+            if not snap["queue"] and snap["current"] is None and not playing(snap):
+                return True
+            self.watchers[0].wait(1.0)
+        return False
+
+
+def _every(period: float) -> Callable[[float], bool]:
+    """A test of whether `period` has passed since it last said so."""
+    last = [-period]
+
+    def due(now: float) -> bool:
+        if now - last[0] >= period:
+            last[0] = now
+            return True
+        return False
+
+    return due
+
+
+def live_hour(minutes: float) -> str:
+    from playwright.sync_api import sync_playwright
+
+    total = minutes * 60
+    window = min(WINDOW_S, total / 3)
+    # the run is long and drives a browser: where it stops moving, its threads' stacks are
+    # printed and it ends, rather than hold the machine (SIGUSR1 prints them at any time)
+    faulthandler.dump_traceback_later(SETTLE_S + total + DRAIN_S + 900, exit=True)
+    try:
+        with (
+            NTPResponder() as ntp,
+            cores_apart() as (cpus, placed),
+            talking_server(TOKEN, settings(ntp.port), SERVER_NICE, None, cpus, ()) as (
+                server,
+                url,
+            ),
+            sync_playwright() as pw,
+        ):
+            browser = launch(pw)
+            watchers = [Watcher(browser, url) for _ in range(PAGES)]
+            night = LiveNight(server.pid, url, ntp, watchers)
+            run = night.run
+            run.total_s, run.placed, run.pages, run.viewers = total, placed, PAGES, VIEWERS
+            watchers[0].wait(SETTLE_S)
+            _measure(night, total, window)
+            browser.close()
+            return report(night.run)
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+
+
+def _measure(night: LiveNight, total: float, window: float) -> None:
+    run = night.run
+    run.rss_start = scrape.rss_mb(night.pid)
+    frames0 = server_frames(night.url)
+    night.started = time.monotonic()
+    first: list[tuple[float, float]] | None = night.marks()
+    last: list[tuple[float, float]] | None = None
+    schedule = list(SCHEDULE)
+    look = _every(POLL_S)
+    while (t := night.elapsed()) < total:
+        if schedule and t >= schedule[0][0] * total:
+            night.fault(schedule.pop(0)[1])
+        if first is not None and t >= window:
+            run.first = night.figures(first)
+            first = None
+        if last is None and t >= total - window:
+            last = night.marks()
+        if look(t):
+            night.look()
+        night.watchers[0].wait(0.25)
+    run.last = night.figures(last or night.marks())
+    run.rss_end = scrape.rss_mb(night.pid)
+    frames1 = server_frames(night.url)
+    run.frames = (frames1[0] - frames0[0], frames1[1] - frames0[1])
+    run.clock = scrape.get_json(night.url, "/api/v1/time")
+    run.clock_truth = STEP_S
+    night.silences.saw(night.elapsed(), True)  # one still going ends with the run
+    run.silences = list(night.silences.stretches)  # the drain's quiet is by design
+    run.heard = collect(night.viewers, 60)
+    run.drained = night.drained()
+    run.counts = night.counts()
+    run.failures = sorted(night.failures.values())
+
+
+def main_live(args: Any) -> None:
+    print(f"a real run of {args.live_minutes:g} minutes…", flush=True)
+    print(live_hour(args.live_minutes), flush=True)

@@ -1,0 +1,171 @@
+"""The real hour's figures and the table `bench nights` prints for them (nightlive.py runs it)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from server.media.syncwindows import ATSC, in_window
+
+from .table import median, pct, render
+
+RSS_GROWTH_GOAL = 2.0  # % from after the warm-up to the end
+LIPSYNC_GOAL_MS = 2.0  # the last window's |p95| against the first's
+AFTER_FAULT_S = 60.0  # a silence that begins this soon after a fault is the fault's
+
+
+@dataclass
+class Run:
+    total_s: float = 0.0
+    placed: str = ""  # where the server and the clients ran
+    pages: int = 0
+    viewers: int = 0  # the viewers who dropped at once, and who joined after them
+    rss_start: float = 0.0  # MB, after the warm-up
+    rss_end: float = 0.0
+    frames: tuple[float, float] = (0.0, 0.0)  # sent, sent late
+    first: dict[str, list[float]] = field(default_factory=dict)  # Watcher.figures
+    last: dict[str, list[float]] = field(default_factory=dict)
+    clock: dict = field(default_factory=dict)  # /api/v1/time at the end
+    clock_before: float | None = None  # its offset (s) just before the NTP server stepped
+    clock_truth: float = 0.0  # how far the NTP server stepped (s)
+    heard: dict = field(default_factory=dict)  # the viewers who joined after the drop
+    rejoin_s: float | None = None  # how long until all of them heard the broadcast
+    drained: bool = False
+    silences: list[tuple[float, float]] = field(default_factory=list)  # (began, s)
+    counts: dict[str, float] = field(default_factory=dict)  # accepted and the outcomes
+    failures: list[str] = field(default_factory=list)  # each failed utterance's reason
+    faults: list[tuple[float, str]] = field(default_factory=list)  # (s into the run, which)
+
+
+def _spread(values: list[float]) -> float:
+    return pct([abs(v) for v in values], 95) if values else float("nan")
+
+
+def _verdict(ok: bool) -> str:
+    return "holds" if ok else "fails"
+
+
+def _lipsync_rows(run: Run) -> list[list[object]]:
+    rows: list[list[object]] = []
+    for key, name in (("page", "page, every viseme onset"), ("probe", "probe, line starts")):
+        first, last = run.first.get(key, []), run.last.get(key, [])
+        a, b = _spread(first), _spread(last)
+        rows.append([f"lip-sync \\|p95\\| ms, {name}", a, b, b - a, f"±{LIPSYNC_GOAL_MS:g}", ""])
+        rows[-1][-1] = _verdict(abs(b - a) <= LIPSYNC_GOAL_MS) if first and last else "—"
+        rows.append(
+            [
+                f"  its median ms (n = {len(first)}, {len(last)})",
+                median(first),
+                median(last),
+                median(last) - median(first),
+                "—",
+                "—",
+            ]
+        )
+        inside = [100 * (in_window(x, ATSC) or 0.0) for x in (first, last)]
+        rows.append(["  inside ATSC's window %", *inside, inside[1] - inside[0], "—", "—"])
+    return rows
+
+
+def _silence_rows(run: Run) -> list[list[object]]:
+    faults = [at for at, _ in run.faults]
+    own = [
+        s for began, s in run.silences if not any(0 <= began - f <= AFTER_FAULT_S for f in faults)
+    ]
+    longest = max((s for _, s in run.silences), default=0.0)
+    return [
+        ["longest silence s (all)", "—", longest, "—", "—", "—"],
+        [
+            f"  not within {AFTER_FAULT_S:.0f} s after a fault",
+            "—",
+            max(own, default=0.0),
+            "—",
+            "—",
+            "—",
+        ],
+    ]
+
+
+def report(run: Run) -> str:
+    growth = 100 * (run.rss_end - run.rss_start) / run.rss_start if run.rss_start else 0.0
+    sent, late = run.frames
+    counts = run.counts
+    outcomes = sum(counts.get(k, 0.0) for k in ("done", "interrupted", "failed"))
+    lost = counts.get("accepted", 0.0) - outcomes
+    moved = None
+    if run.clock_before is not None and run.clock.get("offset_s") is not None:
+        moved = (run.clock["offset_s"] - run.clock_before) * 1000
+    bound = run.clock.get("error_bound_s")
+    clock_error = abs(moved - run.clock_truth * 1000) if moved is not None else None
+    heard = run.heard.get("viewers_heard", 0)
+    lost_frames = 100 * run.heard.get("lost", 0) / max(1, run.heard.get("expected", 0))
+    rows: list[list[object]] = [
+        [
+            "RSS MB",
+            run.rss_start,
+            run.rss_end,
+            growth,
+            f"≤ {RSS_GROWTH_GOAL:g} %",
+            _verdict(growth <= RSS_GROWTH_GOAL),
+        ],
+        ["frames the server sent late %", "—", 100 * late / max(1.0, sent), "—", "—", "—"],
+        *_lipsync_rows(run),
+        ["utterances accepted", "—", counts.get("accepted", 0.0), "—", "—", "—"],
+        *(
+            [f"  {k}", "—", counts.get(k, 0.0), "—", "—", "—"]
+            for k in ("done", "interrupted", "failed")
+        ),
+        [
+            "  lost (accepted, no outcome, drained)",
+            "—",
+            lost,
+            "—",
+            "0",
+            _verdict(lost == 0 and run.drained),
+        ],
+        *_silence_rows(run),
+        [
+            "clock: moved after the NTP step ms",
+            "—",
+            moved if moved is not None else "—",
+            "—",
+            f"{run.clock_truth * 1000:g}",
+            "—",
+        ],
+        [
+            "  its error ms, against its bound",
+            "—",
+            clock_error if clock_error is not None else "—",
+            "—",
+            f"≤ {bound * 1000:.2f}" if bound is not None else "—",
+            _verdict(clock_error is not None and bound is not None and clock_error <= bound * 1000),
+        ],
+        [
+            "viewers back after the drop",
+            "—",
+            f"{heard} of {run.viewers}",
+            "—",
+            "all",
+            _verdict(heard == run.viewers),
+        ],
+        [
+            "  all hearing it after s",
+            "—",
+            run.rejoin_s if run.rejoin_s is not None else "—",
+            "—",
+            "—",
+            "—",
+        ],
+        ["  their frames lost %", "—", lost_frames, "—", "—", "—"],
+    ]
+    minutes = run.total_s / 60
+    table = render(
+        f"bench nights: a real run of {minutes:g} minutes, the show on autopilot, {run.pages} "
+        f"stage pages and {run.viewers} aiortc viewers, faults on a schedule; {run.placed}",
+        ["figure", "first / at start", "last / at end", "change", "goal", "verdict"],
+        rows,
+    )
+    faults = ", ".join(f"{name} at {at / 60:.1f} min" for at, name in run.faults)
+    reasons = Counter(run.failures)
+    failed = "; ".join(f"{n} × {why}" for why, n in reasons.most_common()) or "none"
+    return f"{table}\n\nfaults: {faults}\nfailed utterances: {failed}"

@@ -1,0 +1,70 @@
+"""The real hour's table says what a host would want to know: memory that grew, a line lost,
+a clock that did not follow, viewers who did not come back, each with its verdict."""
+
+from __future__ import annotations
+
+from server.bench.nightlive_table import Run, report
+from server.bench.table import rows_of
+
+TITLE = "bench nights: a real run"
+
+
+def a_run(**changes) -> Run:
+    run = Run(
+        total_s=3600,
+        placed="server on 1 of 2 cores",
+        pages=5,
+        viewers=20,
+        rss_start=1000.0,
+        rss_end=1010.0,
+        frames=(180_000.0, 0.0),
+        first={"page": [5.0, -4.0, 8.0] * 100, "probe": [3.0, -2.0] * 20},
+        last={"page": [5.5, -4.0, 8.5] * 100, "probe": [3.0, -2.5] * 20},
+        clock={"offset_s": 0.0502, "error_bound_s": 0.001},
+        clock_before=0.0001,
+        clock_truth=0.050,
+        heard={"viewers_heard": 20, "expected": 1000, "lost": 0},
+        rejoin_s=3.0,
+        drained=True,
+        silences=[(100.0, 6.0), (1300.0, 31.0)],
+        counts={"accepted": 300.0, "done": 297.0, "interrupted": 0.0, "failed": 3.0},
+        failures=["drill: the synthesis raised", "drill: the LLM raised", "did not answer"],
+        faults=[(720.0, "tts_raises"), (1260.0, "tts_hangs")],
+    )
+    for key, value in changes.items():
+        setattr(run, key, value)
+    return run
+
+
+def test_a_healthy_hour_holds_every_goal():
+    out = report(a_run())
+    rows = rows_of(out, TITLE)
+    verdicts = {name: row["verdict"] for name, row in rows.items() if row["verdict"] != "—"}
+    assert set(verdicts.values()) == {"holds"}, out
+    assert rows["RSS MB"]["change"] == "1.00", out  # % growth
+    assert rows["lost (accepted, no outcome, drained)"]["last / at end"] == "0.00", out
+    # the hang's silence is the fault's; the show's own longest is the other one
+    assert rows["longest silence s (all)"]["last / at end"] == "31.0", out
+    assert rows["not within 60 s after a fault"]["last / at end"] == "6.00", out
+    assert "1 × drill: the synthesis raised" in out and "tts_hangs at 21.0 min" in out
+
+
+def test_growth_a_lost_line_a_stuck_clock_and_missing_viewers_each_fail():
+    out = report(
+        a_run(
+            rss_end=1030.0,
+            counts={"accepted": 300.0, "done": 296.0, "interrupted": 0.0, "failed": 3.0},
+            clock={"offset_s": 0.0101, "error_bound_s": 0.001},
+            heard={"viewers_heard": 19, "expected": 1000, "lost": 0},
+            last={"page": [9.0, -4.0, 12.0] * 100, "probe": [3.0, -2.5] * 20},
+        )
+    )
+    rows = rows_of(out, TITLE)
+    assert rows["RSS MB"]["verdict"] == "fails", out
+    assert rows["lost (accepted, no outcome, drained)"]["verdict"] == "fails", out
+    assert rows["its error ms, against its bound"]["verdict"] == "fails", out
+    assert rows["viewers back after the drop"]["verdict"] == "fails", out
+    assert rows["lip-sync \\|p95\\| ms, page, every viseme onset"]["verdict"] == "fails", out
+    # a show that never drained has lost what it could not say
+    undrained = rows_of(report(a_run(drained=False)), TITLE)
+    assert undrained["lost (accepted, no outcome, drained)"]["verdict"] == "fails"
