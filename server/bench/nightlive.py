@@ -206,7 +206,7 @@ def live_hour(minutes: float) -> str:
 
 def _measure(night: LiveNight, total: float, window: float) -> None:
     run = night.run
-    run.rss_start = scrape.rss_mb(night.pid)
+    run.rss_settled = scrape.rss_mb(night.pid)
     frames0 = server_frames(night.url)
     night.started = time.monotonic()
     first: list[tuple[float, float]] | None = night.marks()
@@ -218,6 +218,8 @@ def _measure(night: LiveNight, total: float, window: float) -> None:
             night.fault(schedule.pop(0)[1])
         if first is not None and t >= window:
             run.first = night.figures(first)
+            # the show has warmed up: replies, greetings from the cache, every thread started
+            run.rss_start = scrape.rss_mb(night.pid)
             first = None
         if last is None and t >= total - window:
             last = night.marks()

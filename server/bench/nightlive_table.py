@@ -20,7 +20,8 @@ class Run:
     placed: str = ""  # where the server and the clients ran
     pages: int = 0
     viewers: int = 0  # the viewers who dropped at once, and who joined after them
-    rss_start: float = 0.0  # MB, after the warm-up
+    rss_settled: float = 0.0  # MB, once pages and viewers joined
+    rss_start: float = 0.0  # MB, after the warm-up: the first window, every path taken once
     rss_end: float = 0.0
     frames: tuple[float, float] = (0.0, 0.0)  # sent, sent late
     first: dict[str, list[float]] = field(default_factory=dict)  # Watcher.figures
@@ -64,6 +65,8 @@ def _lipsync_rows(run: Run) -> list[list[object]]:
         )
         inside = [100 * (in_window(x, ATSC) or 0.0) for x in (first, last)]
         rows.append(["  inside ATSC's window %", *inside, inside[1] - inside[0], "—", "—"])
+    fps = [median(w.get("fps", [])) for w in (run.first, run.last)]
+    rows.append(["  the pages' frames a second, median", *fps, fps[1] - fps[0], "—", "—"])
     return rows
 
 
@@ -100,8 +103,9 @@ def report(run: Run) -> str:
     heard = run.heard.get("viewers_heard", 0)
     lost_frames = 100 * run.heard.get("lost", 0) / max(1, run.heard.get("expected", 0))
     rows: list[list[object]] = [
+        ["RSS MB, once joined", "—", run.rss_settled, "—", "—", "—"],
         [
-            "RSS MB",
+            "RSS MB, after the first window",
             run.rss_start,
             run.rss_end,
             growth,

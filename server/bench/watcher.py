@@ -55,4 +55,5 @@ class Watcher:
             "probe seen late": [ms for ms, late in probed if late],
             "page": [ms for r in reports for ms in r["lipsync_onsets_ms"]],
             "probe − page": [p - q for p, q, _ in matched(lines, found)],
+            "fps": [r["fps"] for r in reports if "fps" in r],  # the page's, as it reported it
         }

@@ -41,7 +41,7 @@ def test_a_healthy_hour_holds_every_goal():
     rows = rows_of(out, TITLE)
     verdicts = {name: row["verdict"] for name, row in rows.items() if row["verdict"] != "—"}
     assert set(verdicts.values()) == {"holds"}, out
-    assert rows["RSS MB"]["change"] == "1.00", out  # % growth
+    assert rows["RSS MB, after the first window"]["change"] == "1.00", out  # % growth
     assert rows["lost (accepted, no outcome, drained)"]["last / at end"] == "0.00", out
     # the hang's silence is the fault's; the show's own longest is the other one
     assert rows["longest silence s (all)"]["last / at end"] == "31.0", out
@@ -60,7 +60,7 @@ def test_growth_a_lost_line_a_stuck_clock_and_missing_viewers_each_fail():
         )
     )
     rows = rows_of(out, TITLE)
-    assert rows["RSS MB"]["verdict"] == "fails", out
+    assert rows["RSS MB, after the first window"]["verdict"] == "fails", out
     assert rows["lost (accepted, no outcome, drained)"]["verdict"] == "fails", out
     assert rows["its error ms, against its bound"]["verdict"] == "fails", out
     assert rows["viewers back after the drop"]["verdict"] == "fails", out
