@@ -63,15 +63,22 @@ def test_converges_on_ntp_truth_with_jitter_and_holds_over():
     assert clock.error_bound() > bound_synced  # the bound grows honestly in holdover
 
 
-def test_an_ntp_step_at_2am_is_slewed_not_jumped_and_followed_only_when_it_lasts():
+def stepping(after_s: float):
+    """A simulated clock, a FusedClock on it synced to an NTP source 10 ms off, and the source,
+    which steps 1 s `after_s` from now."""
     sim = SimTime()
     clock = FusedClock(monotonic=sim, wall_at_start=0.0)
-    step_at = sim.t + 120
+    step_at = sim.t + after_s
 
     def ntp(t):
         return Measurement("ntp", 0.010 + (1.0 if t > step_at else 0.0), 0.01, 5e-4, t)
 
     clock.ingest(ntp(sim.t))
+    return sim, clock, ntp
+
+
+def test_an_ntp_step_at_2am_is_slewed_not_jumped_and_followed_only_when_it_lasts():
+    sim, clock, ntp = stepping(120)
     samples = run(clock, sim, 120 + clock.follow_after - 1, ntp)
     # the first readings after the step are outliers: the clock holds
     assert clock.sources["ntp"].rejected == clock.follow_after - 1
@@ -86,14 +93,7 @@ def test_an_ntp_step_at_2am_is_slewed_not_jumped_and_followed_only_when_it_lasts
 def test_a_followed_step_is_caught_up_from_the_reading_that_followed_it_not_before():
     """Time read rarely: the catching-up rate starts at the reading that follows the step. The
     seconds before it, while the clock held, slew no faster than the everyday limit."""
-    sim = SimTime()
-    clock = FusedClock(monotonic=sim, wall_at_start=0.0)
-    step_at = sim.t + 10
-
-    def ntp(t):
-        return Measurement("ntp", 0.010 + (1.0 if t > step_at else 0.0), 0.01, 5e-4, t)
-
-    clock.ingest(ntp(sim.t))
+    sim, clock, ntp = stepping(10)
     run(clock, sim, 10, ntp)
     held = clock.now() - clock.oscillator()
     # nobody reads the time while the step's readings come in and the last one is followed
