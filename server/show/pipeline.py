@@ -82,8 +82,9 @@ async def _next(buffer: asyncio.Queue[str | None], writer: asyncio.Task) -> str 
     try:
         await asyncio.wait({get, writer}, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        get.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        return await get  # a phrase taken before the cancel is kept
+        if not get.done():
+            get.cancel()  # a phrase it was woken for but had not taken stays in the buffer
+    if get.done() and not get.cancelled():
+        return get.result()
     writer.result()  # done before its last phrase: its error
-    return buffer.get_nowait()  # done with its last: the None it put
+    return buffer.get_nowait()  # done with its last: what the cancelled get left
