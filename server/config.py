@@ -37,6 +37,13 @@ class RoleConfig:
     noise_scale: float | None = None
     noise_w_scale: float | None = None
     volume: float = 1.0
+    # the voice made higher (> 1) or lower, its length kept (models/protocols.py, VoiceStyle):
+    # characters told apart by ear from the one packaged voice
+    pitch: float = 1.0
+    # when roles compete for the models (server/show/scheduling.py): its base priority, and
+    # how many of its lines may wait at once (none: as many as the stage's queue holds)
+    weight: float = 1.0
+    queue_cap: int | None = None
 
 
 @dataclass

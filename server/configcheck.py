@@ -27,6 +27,14 @@ def _whole(section: Any, title: str, name: str, least: int = 1) -> None:
 
 def check(cfg: Config) -> None:
     """Raise ValueError naming the first setting that breaks its rule."""
+    for role in cfg.roles:
+        title = f'roles "{role.name}"'
+        if not _number(role.weight) or not role.weight > 0:
+            raise ValueError(f"{title}: weight must be a positive number, not {role.weight!r}")
+        if not _number(role.pitch) or not 0.5 <= role.pitch <= 2.0:
+            raise ValueError(f"{title}: pitch must be a number from 0.5 to 2, not {role.pitch!r}")
+        if role.queue_cap is not None:
+            _whole(role, title, "queue_cap")
     t = cfg.time
     polls = (t.min_poll_s, t.max_poll_s, t.ptp_poll_s)
     if not all(isinstance(p, int | float) and p > 0 for p in polls) or t.min_poll_s > t.max_poll_s:

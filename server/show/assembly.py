@@ -66,7 +66,9 @@ def assemble(
     outcomes = Outcomes(metrics, logbook)
     playout = Playout(metrics, outcomes, announcer)
     broadcast.observe(playout.frame)
-    stage = Stage(pipeline, playout, broadcast, timeline, cfg.stage, metrics, outcomes, emit)
+    stage = Stage(
+        pipeline, playout, broadcast, timeline, cfg.stage, metrics, outcomes, emit, cfg.roles
+    )
     if logbook is not None:  # what a restart left, taken up before the worker starts
         resume(stage, logbook.unfinished(), logbook.finished(cfg.stage.history), cfg.role)
     return stage

@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
+from collections.abc import Sequence
 from typing import Any
 
 from ..config import RoleConfig, StageConfig
@@ -18,12 +19,8 @@ from ..tasks import cancel_and_wait, supervised
 from .announcing import Emit
 from .pipeline import Pipeline
 from .playout import Playout
-from .utterances import (
-    Outcomes,
-    Utterance,
-    UtteranceQueue,
-    UtteranceState,
-)
+from .scheduling import RoleQueue
+from .utterances import Outcomes, Utterance, UtteranceState
 
 log = logging.getLogger(__name__)
 
@@ -39,11 +36,15 @@ class Stage:
         metrics: Metrics,
         outcomes: Outcomes,
         emit: Emit,
+        roles: Sequence[RoleConfig] = (),
     ) -> None:
         self.pipeline, self.playout = pipeline, playout
         self.broadcast, self.timeline = broadcast, timeline
         self.metrics, self.outcomes, self.emit = metrics, outcomes, emit
-        self.queue = UtteranceQueue(stage.queue_size)
+        # the next line by role priority, aged by its wait (a single role: first come)
+        weights = {r.name: r.weight for r in roles}
+        caps = {r.name: r.queue_cap for r in roles if r.queue_cap is not None}
+        self.queue = RoleQueue(stage.queue_size, weights, caps)
         self.history: deque[Utterance] = deque(maxlen=stage.history)
         self.before_restart: list[dict] = []  # the records of utterances finished before it
         self.level = 0  # the night's fallback level: an utterance takes it when taken up
@@ -153,6 +154,7 @@ class Stage:
             finally:
                 self.playout.speaking = None
                 self._current_task = None
+                self.queue.finished(utt.role)
             # a stop that reached the utterance as it ended (and so did not end it) is a stop
             if self._worker is not None and self._worker.cancelling():
                 raise asyncio.CancelledError

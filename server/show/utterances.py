@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import statistics
 import time
 import uuid
-from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -194,40 +191,3 @@ class Outcomes:
 
 class QueueFull(Exception):
     pass
-
-
-class UtteranceQueue:
-    """FIFO of waiting utterances with a hard bound (the caller gets 429 when it is full)."""
-
-    def __init__(self, maxsize: int) -> None:
-        self.maxsize = maxsize
-        self._items: deque[Utterance] = deque()
-        self._ready = asyncio.Event()
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def put(self, utterance: Utterance) -> None:
-        if len(self._items) >= self.maxsize:
-            raise QueueFull(f"utterance queue is full ({self.maxsize})")
-        self._items.append(utterance)
-        self._ready.set()
-
-    async def get(self) -> Utterance:
-        while not self._items:
-            self._ready.clear()
-            await self._ready.wait()
-        return self._items.popleft()
-
-    def waiting(self) -> list[Utterance]:
-        return list(self._items)
-
-    def remove_role(self, role: str | None) -> list[Utterance]:
-        """Take out every waiting utterance of `role` (all when None)."""
-        return self.remove(lambda u: role is None or u.role == role)
-
-    def remove(self, which: Callable[[Utterance], bool]) -> list[Utterance]:
-        """Take out every waiting utterance `which` picks."""
-        gone = [u for u in self._items if which(u)]
-        self._items = deque(u for u in self._items if not which(u))
-        return gone

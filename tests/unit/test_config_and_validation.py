@@ -39,6 +39,8 @@ def test_a_token_is_generated_when_none_is_set():
         ("[stage]\nviseme_lead_ms = 250\n", "viseme_lead_ms"),
         ("[stage]\nviseme_hold_ms = 201\n", "viseme_hold_ms"),
         ('[stage]\nviseme_hold_ms = "long"\n', "viseme_hold_ms"),
+        ('[[roles]]\nname = "nova"\nweight = 0\n', 'roles "nova": weight'),
+        ('[[roles]]\nname = "nova"\nqueue_cap = 0\n', 'roles "nova".queue_cap'),
     ],
 )
 def test_unknown_or_empty_settings_are_refused(tmp_path, text, message):

@@ -1,0 +1,150 @@
+"""The role scheduler: which waiting line goes next when several roles compete for the models.
+
+The dubbing study's scheduler ranks a waiting request by role weight × continuity ÷ its waiting
+time, which puts whoever waited longest last: under steady load, a low-weight role is never
+served. Here waiting ages a line up instead:
+
+    priority = weight(role) × (1 + continuity, where the role's last line ended within
+               CONTINUITY_S) × e^(wait / aging_s)
+
+and lines are compared by its logarithm, log weight + log boost + wait / aging_s (e^(wait/τ)
+overflows in an hour). Every waiting line ages at the same rate, so a line that arrived d
+seconds after another goes first only where its weight and boost are e^(d/τ) times larger: no
+line arriving more than HORIZON = τ · ln(heaviest × (1 + continuity) ÷ its weight) after it ever
+goes before it. That makes the wait bounded (`starvation_bound_s`): ahead of a line are at most
+the lines already waiting when it came (fewer than the queue holds) and those arriving within
+the horizon, of which no more than the queue holds plus one per line served meanwhile.
+
+The stage takes its next line whenever it is free (a pick costs a pass over the waiting lines,
+at most `maxsize`): each pick ranks them as they stand then. Between picks the ranking is
+re-evaluated every `period_s` (50 ms) for what the host sees (`waiting()`). The queue is bounded
+in all and per role: a role past its cap is refused with its name (429), the others still are
+taken.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections.abc import Callable, Mapping
+
+from .utterances import QueueFull, Utterance
+
+CONTINUITY_S = 0.3  # a role's line that ended this recently keeps the floor for its next
+CONTINUITY = 0.5  # the boost it gets: (1 + CONTINUITY)
+AGING_S = 2.0  # τ: a line gains a factor e for each τ it waits
+
+
+class RoleQueue:
+    """Waiting utterances, picked by role priority with aging; bounded in all and per role."""
+
+    def __init__(
+        self,
+        maxsize: int,
+        weights: Mapping[str, float] | None = None,
+        caps: Mapping[str, int] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        continuity: float = CONTINUITY,
+        aging_s: float = AGING_S,
+        period_s: float = 0.05,
+    ) -> None:
+        self.maxsize = maxsize
+        self.weights = dict(weights or {})
+        self.caps = dict(caps or {})
+        self.clock, self.continuity, self.aging_s, self.period_s = (
+            clock,
+            continuity,
+            aging_s,
+            period_s,
+        )
+        self._items: list[tuple[float, int, Utterance]] = []  # (arrived, order, utterance)
+        self._order = 0
+        self._ready = asyncio.Event()
+        self._last: tuple[str, float] | None = None  # the role that spoke last, when it ended
+        self._ranked: list[Utterance] = []
+        self._ranked_at = float("-inf")
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    # ---- in ---------------------------------------------------------------------------------
+    def put(self, utterance: Utterance) -> None:
+        if len(self._items) >= self.maxsize:
+            raise QueueFull(f"utterance queue is full ({self.maxsize})")
+        cap = self.caps.get(utterance.role)
+        if cap is not None and sum(u.role == utterance.role for _, _, u in self._items) >= cap:
+            raise QueueFull(f'role "{utterance.role}" has {cap} lines waiting, its most')
+        self._items.append((self.clock(), self._order, utterance))
+        self._order += 1
+        self._ranked_at = float("-inf")
+        self._ready.set()
+
+    def finished(self, role: str) -> None:
+        """A line of `role` ended now: its next one keeps the floor for CONTINUITY_S."""
+        self._last = (role, self.clock())
+
+    # ---- ranking -----------------------------------------------------------------------------
+    def weight(self, role: str) -> float:
+        return self.weights.get(role, 1.0)
+
+    def rank(self, role: str, arrived: float, now: float) -> float:
+        """log(priority) of a line of `role` that arrived at `arrived`, at `now`."""
+        boost = 0.0
+        if self._last is not None and self._last[0] == role:
+            if now - self._last[1] <= CONTINUITY_S:
+                boost = math.log1p(self.continuity)
+        return math.log(self.weight(role)) + boost + (now - arrived) / self.aging_s
+
+    def _best(self, now: float) -> int:
+        def key(k: int) -> tuple[float, float]:
+            arrived, order, utt = self._items[k]
+            return (self.rank(utt.role, arrived, now), -order)  # a tie: the earlier
+
+        return max(range(len(self._items)), key=key)
+
+    # ---- out ---------------------------------------------------------------------------------
+    async def get(self) -> Utterance:
+        while not self._items:
+            self._ready.clear()
+            await self._ready.wait()
+        self._ranked_at = float("-inf")
+        return self._items.pop(self._best(self.clock()))[2]
+
+    def waiting(self) -> list[Utterance]:
+        """The waiting lines in the order they would be picked, ranked at most `period_s`
+        ago (the host panel asks every second; a burst of asks ranks once)."""
+        now = self.clock()
+        if now - self._ranked_at >= self.period_s:
+            order = sorted(self._items, key=lambda x: (-self.rank(x[2].role, x[0], now), x[1]))
+            self._ranked, self._ranked_at = [u for _, _, u in order], now
+        return list(self._ranked)
+
+    def remove_role(self, role: str | None) -> list[Utterance]:
+        """Take out every waiting utterance of `role` (all when None)."""
+        return self.remove(lambda u: role is None or u.role == role)
+
+    def remove(self, which: Callable[[Utterance], bool]) -> list[Utterance]:
+        """Take out every waiting utterance `which` picks."""
+        gone = [u for _, _, u in self._items if which(u)]
+        self._items = [x for x in self._items if not which(x[2])]
+        self._ranked_at = float("-inf")
+        return gone
+
+    # ---- the bound -------------------------------------------------------------------------
+    def horizon_s(self, role: str) -> float:
+        """No line arriving later than this after one of `role` goes before it."""
+        heaviest = max([self.weight(role), *self.weights.values()])
+        return max(
+            0.0, self.aging_s * math.log(heaviest * (1 + self.continuity) / self.weight(role))
+        )
+
+    def starvation_bound_s(self, role: str, longest_s: float, shortest_s: float) -> float:
+        """The longest a line of `role` can wait before it is picked, where each line takes
+        the models between `shortest_s` and `longest_s`: the lines waiting when it came (at
+        most maxsize − 1), and those arriving within the horizon (at most maxsize, plus one
+        for each line served meanwhile), each served whole; the one being served when it came
+        on top."""
+        horizon = self.horizon_s(role)
+        ahead = (self.maxsize - 1) + self.maxsize + math.ceil(horizon / shortest_s)
+        return (ahead + 1) * longest_s
