@@ -133,7 +133,8 @@ class EspeakSpeaker(TTS):
         raw = sentence.encode()
         with _LOCK:
             self._audio, self._starts = [], []
-            self._lib.espeak_SetParameter(PARAM_RATE, round(DEFAULT_RATE / style.length_scale), 0)
+            rate = round(DEFAULT_RATE / (style.length_scale * style.pitch))
+            self._lib.espeak_SetParameter(PARAM_RATE, rate, 0)
             failed = self._lib.espeak_Synth(
                 raw, len(raw) + 1, 0, POS_CHARACTER, 0, CHARS_UTF8, None, None
             )
@@ -144,7 +145,8 @@ class EspeakSpeaker(TTS):
         if style.volume != 1.0:
             audio = np.clip(audio * style.volume, -32768, 32767)
         audio = audio.astype(np.int16)
-        return SpeechChunk(audio, self.sample_rate, phoneme_counts(starts, audio), sentence)
+        rate = round(self.sample_rate * style.pitch)  # played faster: higher (VoiceStyle)
+        return SpeechChunk(audio, rate, phoneme_counts(starts, audio), sentence)
 
     def warm_up(self) -> None:
         for _ in self.speak("Hello."):

@@ -65,6 +65,10 @@ class VoiceStyle:
     noise_scale: float | None = None  # voice variation
     noise_w_scale: float | None = None  # phoneme duration variation
     volume: float = 1.0
+    # > 1 is higher: the voice speaks `pitch` times slower and its samples are played `pitch`
+    # times faster (a chunk's sample rate says so), so the length holds and every phoneme's
+    # sample count still covers its sound: a second character from the one packaged voice
+    pitch: float = 1.0
 
 
 @dataclass(frozen=True)

@@ -158,7 +158,7 @@ class PiperSpeaker(TTS):
         """
         style = style or VoiceStyle()
         config = SynthesisConfig(
-            length_scale=style.length_scale,
+            length_scale=style.length_scale * style.pitch,
             noise_scale=style.noise_scale,
             noise_w_scale=style.noise_w_scale,
             volume=style.volume,
@@ -170,11 +170,11 @@ class PiperSpeaker(TTS):
             for chunk in self.voice.synthesize(
                 sentence, syn_config=config, include_alignments=True
             ):
-                yield self._chunk(chunk, label)
+                yield self._chunk(chunk, label, style.pitch)
                 label = ""
 
     @staticmethod
-    def _chunk(chunk: AudioChunk, text: str) -> SpeechChunk:
+    def _chunk(chunk: AudioChunk, text: str, pitch: float = 1.0) -> SpeechChunk:
         audio = chunk.audio_int16_array
         if chunk.phoneme_alignments is not None:
             timed = _centred_on_pads(chunk)
@@ -185,7 +185,7 @@ class PiperSpeaker(TTS):
             timed = [(p, share + (i < rest)) for i, p in enumerate(chunk.phonemes)]
         return SpeechChunk(
             audio=audio,
-            sample_rate=chunk.sample_rate,
+            sample_rate=round(chunk.sample_rate * pitch),  # played faster: higher
             phonemes=_fit(timed, len(audio)),
             text=text,
         )

@@ -42,6 +42,7 @@ def voice_of(character: RoleConfig) -> VoiceStyle:
         noise_scale=character.noise_scale,
         noise_w_scale=character.noise_w_scale,
         volume=character.volume,
+        pitch=character.pitch,
     )
 
 

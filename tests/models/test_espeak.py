@@ -80,6 +80,20 @@ def test_slower_and_quieter_styles(speaker: EspeakSpeaker):
     assert np.sqrt(np.mean(quiet**2)) < 0.35 * np.sqrt(np.mean(normal**2))
 
 
+def test_a_character_pitched_higher_is_higher_in_the_light_voice_too(speaker: EspeakSpeaker):
+    from server.bench.pitch import median_f0
+
+    def voice(pitch: float) -> tuple[float, float]:
+        chunks = list(speaker.speak(TEXT, VoiceStyle(pitch=pitch)))
+        audio, rate = np.concatenate([c.audio for c in chunks]), chunks[0].sample_rate
+        assert all(sum(n for _, n in c.phonemes) == len(c.audio) for c in chunks)
+        return median_f0(audio, rate), len(audio) / rate
+
+    (f0, seconds), (higher, higher_s) = voice(1.0), voice(1.3)
+    assert higher / f0 > 1.15, (f0, higher)
+    assert higher_s == pytest.approx(seconds, rel=0.15)
+
+
 def test_an_unknown_voice_is_refused_by_name():
     with pytest.raises(ValueError, match="no voice 'xx-nowhere'"):
         EspeakSpeaker("xx-nowhere")

@@ -55,6 +55,32 @@ def test_slower_style_gives_longer_audio(speaker: PiperSpeaker) -> None:
 
 
 @pytest.mark.models
+def test_a_higher_pitch_is_measurably_higher_at_the_same_length(speaker: PiperSpeaker) -> None:
+    from server.bench.pitch import median_f0
+
+    line = "Good evening, night owls, and welcome back to the show that never sleeps."
+
+    def voice(pitch: float) -> tuple[float, float, list[SpeechChunk]]:
+        style = VoiceStyle(noise_scale=0.0, noise_w_scale=0.0, pitch=pitch)
+        chunks = list(speaker.speak(line, style))
+        audio = np.concatenate([c.audio for c in chunks])
+        rate = chunks[0].sample_rate
+        return median_f0(audio, rate), len(audio) / rate, chunks
+
+    f0, seconds, _ = voice(1.0)
+    higher, higher_s, chunks = voice(1.3)
+    lower, lower_s, _ = voice(0.8)
+    assert 70 < f0 < 250, f0  # a man's speaking voice, measured as one
+    assert higher / f0 > 1.15 and f0 / lower > 1.15, (f0, higher, lower)
+    # about as long (measured 3.50 s and 4.30 s against 3.84 s): Piper's pauses do not stretch
+    for length in (higher_s, lower_s):
+        assert length == pytest.approx(seconds, rel=0.15)
+    for chunk in chunks:  # played faster, and every phoneme still covers its samples
+        assert chunk.sample_rate == round(22050 * 1.3)
+        assert sum(n for _, n in chunk.phonemes) == len(chunk.audio)
+
+
+@pytest.mark.models
 def test_volume_scales_the_audio(speaker: PiperSpeaker) -> None:
     style = VoiceStyle(noise_scale=0.0, noise_w_scale=0.0)
     quiet = VoiceStyle(noise_scale=0.0, noise_w_scale=0.0, volume=0.25)
