@@ -96,7 +96,10 @@ def main(argv: list[str] | None = None) -> int:
         "--sweep-utterances", type=int, default=20, help="lipsync: lines for each lead tried"
     )
     b.add_argument("--pages", default="1,5,20", help="lipsync: pages open at once to try")
-    b.add_argument("--save", help="lipsync: also write every figure measured to this JSON file")
+    b.add_argument(
+        "--save",
+        help="lipsync, nights (the real run): also write every figure measured to this JSON file",
+    )
     b.add_argument("--nights", type=int, default=30, help="nights: simulated nights; 0: none")
     b.add_argument(
         "--minutes", type=float, default=10.0, help="clock: simulated minutes measured a row"

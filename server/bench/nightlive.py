@@ -23,11 +23,14 @@ the browser and the viewers (standing for other machines) on the rest.
 
 from __future__ import annotations
 
+import dataclasses
 import faulthandler
+import json
 import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from . import scrape
@@ -173,7 +176,8 @@ def _every(period: float) -> Callable[[float], bool]:
     return due
 
 
-def live_hour(minutes: float) -> str:
+def live_hour(minutes: float, save: str | None = None) -> str:
+    """The real run's table; with `save`, every figure behind it written there as JSON."""
     from playwright.sync_api import sync_playwright
 
     total = minutes * 60
@@ -199,6 +203,8 @@ def live_hour(minutes: float) -> str:
             watchers[0].wait(SETTLE_S)
             _measure(night, total, window)
             browser.close()
+            if save:
+                Path(save).write_text(json.dumps(dataclasses.asdict(night.run)))
             return report(night.run)
     finally:
         faulthandler.cancel_dump_traceback_later()
@@ -242,4 +248,4 @@ def _measure(night: LiveNight, total: float, window: float) -> None:
 
 def main_live(args: Any) -> None:
     print(f"a real run of {args.live_minutes:g} minutes…", flush=True)
-    print(live_hour(args.live_minutes), flush=True)
+    print(live_hour(args.live_minutes, args.save), flush=True)

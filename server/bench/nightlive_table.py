@@ -12,6 +12,7 @@ from .table import median, pct, render
 RSS_GROWTH_GOAL = 2.0  # % from after the warm-up to the end
 LIPSYNC_GOAL_MS = 2.0  # the last window's |p95| against the first's
 AFTER_FAULT_S = 60.0  # a silence that begins this soon after a fault is the fault's
+LONG_SILENCE_S = 10.0  # silences longer than this are listed, with when they began
 
 
 @dataclass
@@ -65,6 +66,8 @@ def _lipsync_rows(run: Run) -> list[list[object]]:
         )
         inside = [100 * (in_window(x, ATSC) or 0.0) for x in (first, last)]
         rows.append(["  inside ATSC's window %", *inside, inside[1] - inside[0], "—", "—"])
+    apart = [median(w.get("probe − page", [])) for w in (run.first, run.last)]
+    rows.append(["probe − page at the same line starts ms", *apart, apart[1] - apart[0], "—", "—"])
     fps = [median(w.get("fps", [])) for w in (run.first, run.last)]
     rows.append(["  the pages' frames a second, median", *fps, fps[1] - fps[0], "—", "—"])
     return rows
@@ -172,4 +175,10 @@ def report(run: Run) -> str:
     faults = ", ".join(f"{name} at {at / 60:.1f} min" for at, name in run.faults)
     reasons = Counter(run.failures)
     failed = "; ".join(f"{n} × {why}" for why, n in reasons.most_common()) or "none"
-    return f"{table}\n\nfaults: {faults}\nfailed utterances: {failed}"
+    long = ", ".join(
+        f"{s:.1f} s at {began / 60:.1f} min" for began, s in run.silences if s > LONG_SILENCE_S
+    )
+    return (
+        f"{table}\n\nfaults: {faults}\nfailed utterances: {failed}\n"
+        f"silences over {LONG_SILENCE_S:g} s: {long or 'none'}"
+    )

@@ -47,6 +47,7 @@ def test_a_healthy_hour_holds_every_goal():
     assert rows["longest silence s (all)"]["last / at end"] == "31.0", out
     assert rows["not within 60 s after a fault"]["last / at end"] == "6.00", out
     assert "1 × drill: the synthesis raised" in out and "tts_hangs at 21.0 min" in out
+    assert "silences over 10 s: 31.0 s at 21.7 min" in out  # listed, with when they began
 
 
 def test_growth_a_lost_line_a_stuck_clock_and_missing_viewers_each_fail():
