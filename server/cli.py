@@ -35,8 +35,9 @@ def serve(args: argparse.Namespace) -> int:
 
 def bench(args: argparse.Namespace) -> int:
     # a long bench that stops moving can be asked where it is: kill -USR1 prints every
-    # thread's stack to stderr
-    faulthandler.register(signal.SIGUSR1, file=sys.stderr)
+    # thread's stack to file descriptor 2, the process's own stderr (what a caller put in
+    # sys.stderr, pytest's capture say, may have no descriptor to write to from a signal)
+    faulthandler.register(signal.SIGUSR1, file=2)
     if args.what == "latency":
         from .bench.latency import main as run
     elif args.what == "lipsync":

@@ -184,7 +184,7 @@ def live_hour(minutes: float, save: str | None = None) -> str:
     window = min(WINDOW_S, total / 3)
     # the run is long and drives a browser: where it stops moving, its threads' stacks are
     # printed and it ends, rather than hold the machine (SIGUSR1 prints them at any time)
-    faulthandler.dump_traceback_later(SETTLE_S + total + DRAIN_S + 900, exit=True)
+    faulthandler.dump_traceback_later(SETTLE_S + total + DRAIN_S + 900, exit=True, file=2)
     try:
         with (
             NTPResponder() as ntp,
