@@ -41,7 +41,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 from server.media.syncwindows import ATSC, in_window
@@ -122,7 +121,7 @@ def sync_cells(values: list[float]) -> list:
 def _until_no_peers(url: str, most_s: float = 60.0) -> None:
     deadline = time.monotonic() + most_s
     while time.monotonic() < deadline:
-        health = json.load(urllib.request.urlopen(f"{url}/healthz", timeout=10))
+        health = scrape.get_json(url, "/healthz")
         if health.get("viewers", 0) == 0:
             return
         time.sleep(0.5)

@@ -28,7 +28,6 @@ import faulthandler
 import json
 import signal
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,7 +37,7 @@ from .browser import SERVER_NICE, launch
 from .cores import cores_apart
 from .nightlive_table import Run, report
 from .ntpserver import NTPResponder
-from .talking import playing, talking_server
+from .talking import idle, playing, talking_server
 from .viewers import collect, server_frames, start_clients
 from .watcher import STATS_PERIOD_S, Watcher
 
@@ -157,23 +156,10 @@ class LiveNight:
         deadline = time.monotonic() + DRAIN_S
         while time.monotonic() < deadline:
             snap = self.look()
-            if not snap["queue"] and snap["current"] is None and not playing(snap):
+            if idle(snap):
                 return True
             self.watchers[0].wait(1.0)
         return False
-
-
-def _every(period: float) -> Callable[[float], bool]:
-    """A test of whether `period` has passed since it last said so."""
-    last = [-period]
-
-    def due(now: float) -> bool:
-        if now - last[0] >= period:
-            last[0] = now
-            return True
-        return False
-
-    return due
 
 
 def live_hour(minutes: float, save: str | None = None) -> str:
@@ -218,7 +204,7 @@ def _measure(night: LiveNight, total: float, window: float) -> None:
     first: list[tuple[float, float]] | None = night.marks()
     last: list[tuple[float, float]] | None = None
     schedule = list(SCHEDULE)
-    look = _every(POLL_S)
+    next_look = 0.0
     while (t := night.elapsed()) < total:
         if schedule and t >= schedule[0][0] * total:
             night.fault(schedule.pop(0)[1])
@@ -229,8 +215,9 @@ def _measure(night: LiveNight, total: float, window: float) -> None:
             first = None
         if last is None and t >= total - window:
             last = night.marks()
-        if look(t):
+        if t >= next_look:
             night.look()
+            next_look = t + POLL_S
         night.watchers[0].wait(0.25)
     run.last = night.figures(last or night.marks())
     run.rss_end = scrape.rss_mb(night.pid)

@@ -49,7 +49,7 @@ async def keep_talking(
             else:
                 r = await http.get(f"{url}/api/v1/utterances", headers=headers)
                 snap = await r.json()
-                ready = not snap["queue"] and snap["current"] is None and not playing(snap)
+                ready = idle(snap)
                 if ready:
                     await asyncio.sleep(pause_s)
             if ready:
@@ -62,6 +62,11 @@ async def keep_talking(
 def playing(snapshot: dict) -> bool:
     """Some line is spoken and still to be heard (its state is not final yet)."""
     return any(u["state"] not in ("done", "interrupted", "failed") for u in snapshot["recent"])
+
+
+def idle(snapshot: dict) -> bool:
+    """Nothing waits, is being made or still plays (the host's list, /api/v1/utterances)."""
+    return not snapshot["queue"] and snapshot["current"] is None and not playing(snapshot)
 
 
 async def wait_healthy(url: str, timeout: float = 900) -> None:
