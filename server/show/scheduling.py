@@ -96,12 +96,10 @@ class RoleQueue:
                 boost = math.log1p(self.continuity)
         return math.log(self.weight(role)) + boost + (now - arrived) / self.aging_s
 
-    def _best(self, now: float) -> int:
-        def key(k: int) -> tuple[float, float]:
-            arrived, order, utt = self._items[k]
-            return (self.rank(utt.role, arrived, now), -order)  # a tie: the earlier
-
-        return max(range(len(self._items)), key=key)
+    def _key(self, item: tuple[float, int, Utterance], now: float) -> tuple[float, int]:
+        """Higher goes first: the rank, and in a tie the earlier."""
+        arrived, order, utt = item
+        return (self.rank(utt.role, arrived, now), -order)
 
     # ---- out ---------------------------------------------------------------------------------
     async def get(self) -> Utterance:
@@ -109,14 +107,16 @@ class RoleQueue:
             self._ready.clear()
             await self._ready.wait()
         self._ranked_at = float("-inf")
-        return self._items.pop(self._best(self.clock()))[2]
+        now = self.clock()
+        best = max(range(len(self._items)), key=lambda k: self._key(self._items[k], now))
+        return self._items.pop(best)[2]
 
     def waiting(self) -> list[Utterance]:
         """The waiting lines in the order they would be picked, ranked at most `period_s`
         ago (the host panel asks every second; a burst of asks ranks once)."""
         now = self.clock()
         if now - self._ranked_at >= self.period_s:
-            order = sorted(self._items, key=lambda x: (-self.rank(x[2].role, x[0], now), x[1]))
+            order = sorted(self._items, key=lambda x: self._key(x, now), reverse=True)
             self._ranked, self._ranked_at = [u for _, _, u in order], now
         return list(self._ranked)
 
