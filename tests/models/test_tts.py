@@ -115,3 +115,25 @@ def test_urgent_synthesis_speaks_the_same_with_exact_alignments(speaker: PiperSp
     assert [p for p, _ in urgent[0].phonemes] == [p for p, _ in calm[0].phonemes]
     assert sum(n for _, n in urgent[0].phonemes) == len(urgent[0].audio)
     assert rms(urgent[0].audio) > 300
+
+
+@pytest.mark.models
+def test_the_default_casts_voices_are_told_apart_by_their_pitch(speaker: PiperSpeaker) -> None:
+    """Each pair of the embedded cast's voices, as the show speaks them (noise and all), are
+    at least 15 % apart in median F0."""
+    from itertools import combinations
+
+    from server.bench.pitch import median_f0
+    from server.config import Config
+    from server.show.speaking import voice_of
+
+    line = "Good evening, night owls. The moon is up and the coffee is hot."
+    cast = Config().roles
+    assert len(cast) >= 2
+    f0 = {}
+    for role in cast:
+        chunks = list(speaker.speak(line, voice_of(role)))
+        f0[role.name] = median_f0(np.concatenate([c.audio for c in chunks]), chunks[0].sample_rate)
+    for a, b in combinations(f0, 2):
+        low, high = sorted((f0[a], f0[b]))
+        assert high / low >= 1.15, f0

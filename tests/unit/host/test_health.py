@@ -49,6 +49,9 @@ def test_roles_lists_the_characters(tone_server):
     status, roles = asyncio.run(request(tone_server, "GET", "/api/v1/roles", token=None))
     assert status == 200
     assert roles[0]["name"] == "nova" and roles[0]["voice"] == "joe" and roles[0]["persona"]
+    # the embedded cast: two characters, told apart by their voices' pitch
+    assert [r["name"] for r in roles] == ["nova", "orion"]
+    assert roles[1]["persona"] != roles[0]["persona"] and roles[1]["pitch"] != roles[0]["pitch"]
 
 
 def test_pages_are_served_and_escape_role_names(tmp_path):
