@@ -1,4 +1,4 @@
-"""HTTP API version 1: viewers' offer, hosts' say/interrupt, roles, health and metrics."""
+"""HTTP API version 1: viewers' offer, hosts' say/scene/interrupt, roles, health and metrics."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from ..config import RoleConfig
 from ..keys import BROADCAST, CONFIG, LIVE, MEDIA_CLOCK, METRICS, PEERS, TIME
 from ..media.mediaclock import SAMPLE_RATE
+from ..show.scenes import Limits, SceneError, scene_lines
 from ..show.stage import Stage
 from ..show.utterances import QueueFull, Utterance
 from ..transport.peers import OfferError
@@ -111,6 +112,24 @@ async def say(request: web.Request) -> web.Response:
     return json_response({"utterance_id": utt.id}, status=202)
 
 
+async def scene(request: web.Request) -> web.Response:
+    """A host's scene (server/show/scenes.py): all its lines accepted, in order, or none."""
+    require_host(request)
+    cfg = request.app[CONFIG]
+    body = await read_json(request)
+    try:
+        lines = scene_lines(body, Limits(cfg.stage.max_text_chars, cfg.role))
+    except SceneError as exc:
+        raise ApiError(exc.status, str(exc)) from None
+    try:
+        _stage(request).submit_all(lines)
+    except QueueFull as exc:
+        request.app[METRICS].rejected.labels("queue_full").inc()
+        raise ApiError(429, f"{exc}: the scene's {len(lines)} lines were not taken") from None
+    request.app[AUTOPILOT].host_acted()
+    return json_response({"utterance_ids": [u.id for u in lines]}, status=202)
+
+
 def role_from(request: web.Request, body: dict) -> RoleConfig:
     """The role a body names (the first one when it names none); 400 or 404 otherwise."""
     role_name = body.get("role")
@@ -156,7 +175,13 @@ async def utterances(request: web.Request) -> web.Response:
 async def roles(request: web.Request) -> web.Response:
     return json_response(
         [
-            {"name": r.name, "voice": r.voice, "persona": r.persona, "length_scale": r.length_scale}
+            {
+                "name": r.name,
+                "voice": r.voice,
+                "persona": r.persona,
+                "length_scale": r.length_scale,
+                "pitch": r.pitch,
+            }
             for r in request.app[CONFIG].roles
         ]
     )
@@ -230,6 +255,7 @@ async def metrics(request: web.Request) -> web.Response:
 
 def add_routes(app: web.Application) -> None:
     app.router.add_post("/api/v1/say", say)
+    app.router.add_post("/api/v1/scene", scene)
     app.router.add_post("/api/v1/interrupt", interrupt)
     app.router.add_get("/api/v1/utterances", utterances)
     app.router.add_get("/api/v1/roles", roles)

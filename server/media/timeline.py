@@ -12,6 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+DUCK = 0.5  # −6 dB: a voice under one that came in after it
+RAMP = 480  # 10 ms at 48 kHz, into the duck and out of it
+
 
 @dataclass
 class Segment:
@@ -28,29 +31,52 @@ class Segment:
 
 
 class SpeechTimeline:
-    """Ordered segments of scheduled speech; mixed where roles overlap."""
+    """Ordered segments of scheduled speech; mixed where roles overlap, the voice that came in
+    last on top: the others are ducked under it (by DUCK, with RAMP-long ramps, no click)."""
 
     def __init__(self) -> None:
         self._segments: deque[Segment] = deque()
+        self._began: dict[str, int] = {}  # each utterance's first sample: who came in last
 
     def schedule(self, segment: Segment) -> None:
         self._segments.append(segment)
+        self._began.setdefault(segment.utterance_id, segment.start)
 
-    def read(self, start: int, count: int) -> tuple[np.ndarray, set[str]]:
-        """Mix of all speech in [start, start+count), and the utterances it belongs to."""
-        out = np.zeros(count, dtype=np.int32)
+    def read(self, start: int, count: int, role: str | None = None) -> tuple[np.ndarray, set[str]]:
+        """Mix of all speech (of `role` alone, not ducked, where given) in [start,
+        start+count), and the utterances it belongs to."""
+        out = np.zeros(count, dtype=np.float64)
         heard: set[str] = set()
         end = start + count
+        spans = self._spans() if role is None else {}
         for seg in self._segments:
             lo, hi = max(start, seg.start), min(end, seg.end)
-            if lo < hi:
-                out[lo - start : hi - start] += seg.pcm[lo - seg.start : hi - seg.start]
-                heard.add(seg.utterance_id)
-        return np.clip(out, -32768, 32767).astype(np.int16), heard
+            if lo >= hi or role is not None and seg.role != role:
+                continue
+            pcm = seg.pcm[lo - seg.start : hi - seg.start].astype(np.float64)
+            began = self._began[seg.utterance_id]
+            over = [(a, b) for r, b0, a, b in spans.values() if r != seg.role and b0 > began]
+            if over:
+                pcm *= _ducked(np.arange(lo, hi), over)
+            out[lo - start : hi - start] += pcm
+            heard.add(seg.utterance_id)
+        return np.clip(np.round(out), -32768, 32767).astype(np.int16), heard
+
+    def _spans(self) -> dict[str, tuple[str, int, int, int]]:
+        """Each utterance still scheduled: (role, first sample, then the first and end of
+        the speech of it still held)."""
+        spans: dict[str, tuple[str, int, int, int]] = {}
+        for seg in self._segments:
+            held = spans.get(seg.utterance_id)
+            lo, hi = (seg.start, seg.end) if held is None else (held[2], max(held[3], seg.end))
+            spans[seg.utterance_id] = (seg.role, self._began[seg.utterance_id], lo, hi)
+        return spans
 
     def drop_before(self, sample: int) -> None:
         """Forget segments that have been fully played."""
         self._segments = deque(s for s in self._segments if s.end > sample)
+        held = {s.utterance_id for s in self._segments}
+        self._began = {u: at for u, at in self._began.items() if u in held}
 
     def cut(self, at_sample: int, role: str | None = None) -> int:
         """Remove speech of `role` (all when None) from `at_sample` on; returns samples cut."""
@@ -72,3 +98,13 @@ class SpeechTimeline:
         """First sample after the last scheduled speech (of `role`), 0 when none."""
         ends = [s.end for s in self._segments if role is None or s.role == role]
         return max(ends, default=0)
+
+
+def _ducked(samples: np.ndarray, over: list[tuple[int, int]]) -> np.ndarray:
+    """The gain at each of `samples` of a voice that the spans `over` ([first, end) of later
+    voices) come in over: DUCK inside them, ramping over RAMP samples at their edges."""
+    depth = np.zeros(len(samples))
+    for first, end in over:
+        inside = np.minimum(samples - first, end - samples) / RAMP
+        depth = np.maximum(depth, np.clip(inside, 0.0, 1.0))
+    return 1.0 - (1.0 - DUCK) * depth

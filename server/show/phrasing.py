@@ -72,7 +72,7 @@ class Phrasing:
             for word in phrases.word_tokens(utt.text):
                 yield word
             return
-        prompt, budget = utt.text, self.models.max_new_tokens
+        prompt, budget = utt.prompt or utt.text, self.models.max_new_tokens
         if utt.level >= 1:  # the night's first step: condensed prompts, shorter replies
             prompt, kept = condense(prompt, self.night.compressed_words)
             self.metrics.compression.observe(kept)

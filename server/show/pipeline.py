@@ -57,7 +57,9 @@ class Pipeline:
             async for spoken in chunks:
                 after = held if spoken.part == opening.REST else None
                 opens = utt.end_sample is None
-                placed = await self.placing.place(utt.id, utt.role, spoken, opens, after)
+                placed = await self.placing.place(
+                    utt.id, utt.role, spoken, opens, after, utt.overlap_s
+                )
                 utt.end_sample = placed.end
                 if utt.cross_modal.audio_ms is None and placed.first_voiced is not None:
                     self.figures.audio_placed(utt, placed.first_voiced)

@@ -1,7 +1,8 @@
 """Placing: a chunk of speech becomes sound at a place on the broadcast clock, with its mouth.
 
 The chunk is resampled to the broadcast's rate and laid on the timeline at the write head (or
-after the role's speech still to play), never further ahead of the broadcast than
+after the role's speech still to play; an utterance's first chunk after all speech still to
+play, less the overlap a scene asks for), never further ahead of the broadcast than
 `stage.max_ahead_s`. Its visemes come from Piper's alignments, shifted by the ASR's correction
 (an input: where the sound was last heard against the alignments), and open on the sound's own
 onsets. The ASR's check of it is expected before it is placed: the broadcast may send its first
@@ -79,23 +80,31 @@ class Placing:
         self.tap, self.correction = tap, correction
 
     async def place(
-        self, utterance_id: str, role: str, spoken: Spoken, opens: bool, after: PlacedSpeech | None
+        self,
+        utterance_id: str,
+        role: str,
+        spoken: Spoken,
+        opens: bool,
+        after: PlacedSpeech | None,
+        overlap_s: float = 0.0,
     ) -> PlacedSpeech:
-        """Place `spoken` (the utterance's first audio where `opens`); the ASR checks it with
-        the opening it goes on from (`after`), if any."""
+        """Place `spoken` (the utterance's first audio where `opens`, reaching back over the
+        speech before it by at most `overlap_s`); the ASR checks it with the opening it goes
+        on from (`after`), if any."""
         chunk = trim_lead_in(spoken.chunk) if opens else spoken.chunk  # start at the voice
         rate = self.clock.sample_rate
         pcm = resample_int16(chunk.audio, chunk.sample_rate, rate)
         max_ahead = self.clock.samples(self.stage.max_ahead_s)
+        reach_back = self.clock.samples(overlap_s)
         # bounded look-ahead: do not run further ahead of the broadcast than max_ahead
-        while self.timeline.end_of(role) - self.broadcast.write_head > max_ahead:
+        while self._after(role, opens, reach_back) - self.broadcast.write_head > max_ahead:
             await asyncio.sleep(0.05)
-        start = max(self.broadcast.write_head, self.timeline.end_of(role))
+        start = max(self.broadcast.write_head, self._after(role, opens, reach_back))
         shift = self.correction(rate)
         track = visemes_from_alignment(chunk.phonemes, start + shift, chunk.sample_rate, rate)
         # the speech it goes on from, when it follows some directly (an opening's rest)
         quiet = self.clock.samples(QUIET_MS / 1000)
-        before = self.timeline.read(start - quiet, quiet)[0] if start >= quiet else None
+        before = self.timeline.read(start - quiet, quiet, role)[0] if start >= quiet else None
         onsets = [start + o for o in sound_onsets(pcm, rate, before=before)]
         frames = open_on_sound(track.frames, [o + shift for o in onsets], rate)
         if track.unknown:
@@ -107,6 +116,12 @@ class Placing:
         return PlacedSpeech(
             utterance_id, role, spoken.text, start, len(pcm), chunk, frames, onsets, check
         )
+
+    def _after(self, role: str, opens: bool, reach_back: int) -> int:
+        """The earliest sample a chunk may start at: after its role's speech, and an
+        utterance's first after everyone's (roles take turns), less the overlap it asks for."""
+        own = self.timeline.end_of(role)
+        return max(own, self.timeline.end_of() - reach_back) if opens else own
 
     def _expect_check(
         self,

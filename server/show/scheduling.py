@@ -20,6 +20,10 @@ at most `maxsize`): each pick ranks them as they stand then. Between picks the r
 re-evaluated every `period_s` (50 ms) for what the host sees (`waiting()`). The queue is bounded
 in all and per role: a role past its cap is refused with its name (429), the others still are
 taken.
+
+A scene's lines keep their order: a line that follows another (`Utterance.after`) is not
+picked while that one waits. Its wait runs from its arrival all the same, so when its turn
+comes it outranks what came after it.
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 
 from .utterances import QueueFull, Utterance
 
@@ -70,13 +75,20 @@ class RoleQueue:
 
     # ---- in ---------------------------------------------------------------------------------
     def put(self, utterance: Utterance) -> None:
-        if len(self._items) >= self.maxsize:
+        self.put_all([utterance])
+
+    def put_all(self, utterances: Sequence[Utterance]) -> None:
+        """All of them or, where the queue or a role's cap has no room for all, none."""
+        if len(self._items) + len(utterances) > self.maxsize:
             raise QueueFull(f"utterance queue is full ({self.maxsize})")
-        cap = self.caps.get(utterance.role)
-        if cap is not None and sum(u.role == utterance.role for _, _, u in self._items) >= cap:
-            raise QueueFull(f'role "{utterance.role}" has {cap} lines waiting, its most')
-        self._items.append((self.clock(), self._order, utterance))
-        self._order += 1
+        for role, adding in Counter(u.role for u in utterances).items():
+            cap = self.caps.get(role)
+            if cap is not None and sum(u.role == role for _, _, u in self._items) + adding > cap:
+                raise QueueFull(f'role "{role}" has {cap} lines waiting, its most')
+        now = self.clock()
+        for utterance in utterances:
+            self._items.append((now, self._order, utterance))
+            self._order += 1
         self._ranked_at = float("-inf")
         self._ready.set()
 
@@ -108,7 +120,9 @@ class RoleQueue:
             await self._ready.wait()
         self._ranked_at = float("-inf")
         now = self.clock()
-        best = max(range(len(self._items)), key=lambda k: self._key(self._items[k], now))
+        waiting = {u.id for _, _, u in self._items}
+        free = [k for k, (_, _, u) in enumerate(self._items) if u.after not in waiting]
+        best = max(free, key=lambda k: self._key(self._items[k], now))
         return self._items.pop(best)[2]
 
     def waiting(self) -> list[Utterance]:
@@ -117,7 +131,7 @@ class RoleQueue:
         now = self.clock()
         if now - self._ranked_at >= self.period_s:
             order = sorted(self._items, key=lambda x: self._key(x, now), reverse=True)
-            self._ranked, self._ranked_at = [u for _, _, u in order], now
+            self._ranked, self._ranked_at = _in_scene_order([u for _, _, u in order]), now
         return list(self._ranked)
 
     def remove_role(self, role: str | None) -> list[Utterance]:
@@ -148,3 +162,24 @@ class RoleQueue:
         horizon = self.horizon_s(role)
         ahead = (self.maxsize - 1) + self.maxsize + math.ceil(horizon / shortest_s)
         return (ahead + 1) * longest_s
+
+
+def _in_scene_order(ranked: list[Utterance]) -> list[Utterance]:
+    """`ranked` with each scene line moved to just after the line it follows, where it
+    ranked before it: the order the picks will take."""
+    unplaced = {u.id for u in ranked}
+    out: list[Utterance] = []
+    held: dict[str, list[Utterance]] = {}  # lines whose line before is not placed yet
+
+    def place(utt: Utterance) -> None:
+        out.append(utt)
+        unplaced.discard(utt.id)
+        for follower in held.pop(utt.id, []):
+            place(follower)
+
+    for utt in ranked:
+        if utt.after in unplaced:
+            held.setdefault(utt.after, []).append(utt)
+        else:
+            place(utt)
+    return out

@@ -19,6 +19,7 @@ from ..tasks import cancel_and_wait, supervised
 from .announcing import Emit
 from .pipeline import Pipeline
 from .playout import Playout
+from .scenes import answering
 from .scheduling import RoleQueue
 from .utterances import Outcomes, Utterance, UtteranceState
 
@@ -67,11 +68,16 @@ class Stage:
         """Accept an utterance or raise QueueFull; accepted ones are never dropped silently.
         `cache`: a line the show says again, its speech kept (speechcache.py)."""
         utt = Utterance(text, character.name, mode, character, cache=cache, source=source)
-        self.queue.put(utt)
-        self.outcomes.accepted(utt)  # written down before the host hears it was accepted
-        self.metrics.queue_depth.set(len(self.queue))
-        self.history.append(utt)
+        self.submit_all([utt])
         return utt
+
+    def submit_all(self, utterances: Sequence[Utterance]) -> None:
+        """Accept all of them (a scene's lines) or, raising QueueFull, none."""
+        self.queue.put_all(utterances)
+        for utt in utterances:
+            self.outcomes.accepted(utt)  # written down before the host hears it was accepted
+            self.history.append(utt)
+        self.metrics.queue_depth.set(len(self.queue))
 
     def withdraw(self, source: str, why: str) -> list[str]:
         """Take the waiting utterances of `source` off the queue (interrupted, with why)."""
@@ -137,6 +143,8 @@ class Stage:
             self.metrics.queue_depth.set(len(self.queue))
             self.playout.speaking = utt
             utt.level = self.level  # a level changes between utterances, never inside one
+            if utt.reply_to is not None:  # a conversation's turn answers the line before
+                utt.prompt = answering(utt, self._said(utt.reply_to))
             self.outcomes.speaking(utt)
             self._current_task = asyncio.get_running_loop().create_task(
                 self._perform(utt), name=f"utterance-{utt.id}"
@@ -163,6 +171,9 @@ class Stage:
         await self.pipeline.perform(utt)
         self.playout.performed(utt, self.broadcast.write_head)
 
+    def _said(self, utt_id: str) -> Utterance | None:
+        return next((u for u in reversed(self.history) if u.id == utt_id), None)
+
     # ---- what the pages and the host are told ----------------------------------------------
     def upcoming(self) -> list[tuple[str, dict]]:
         """Events of speech still to be played, for a viewer who joins now."""
@@ -171,7 +182,7 @@ class Stage:
     def viewer_onset(self, sid: str, onset: dict) -> None:
         """A viewer drew an utterance's first voiced viseme (its page's record, checked)."""
         utt = self.playout.find(onset["id"])
-        utt = utt or next((u for u in reversed(self.history) if u.id == onset["id"]), None)
+        utt = utt or self._said(onset["id"])
         if utt is not None:  # else an utterance long forgotten, or an id the page made up
             self.pipeline.figures.viewer_onset(utt, sid, onset)
 

@@ -84,6 +84,13 @@ class Utterance:
     cache: bool = False  # a line said again: its speech comes from the speech cache
     source: str = "host"  # who asked for it: "host", or "autopilot" (a host always comes first)
     level: int = 0  # the night's fallback level it was spoken at (set when it is taken up)
+    # a scene's line (server/show/scenes.py): the line it follows, never taken up before it;
+    # how far its speech may reach back over the line before (an overlap, mixed); and, in a
+    # conversation, the line it answers (its prompt is that line as spoken)
+    after: str | None = None
+    overlap_s: float = 0.0
+    reply_to: str | None = None
+    prompt: str | None = None  # what the LLM is asked, where it is not `text` (set when taken up)
     accepted_at: float = field(default_factory=time.monotonic)
     state: UtteranceState = UtteranceState.QUEUED
     phrases: list[str] = field(default_factory=list)
@@ -132,6 +139,9 @@ class Utterance:
             "cache": self.cache,
             "source": self.source,
             "level": self.level,
+            "after": self.after,
+            "overlap_ms": round(self.overlap_s * 1000),
+            "reply_to": self.reply_to,
             "spoken_text": self.spoken_text,
             "phrases": list(self.phrases),
             "tokens": self.tokens,

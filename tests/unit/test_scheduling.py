@@ -144,3 +144,37 @@ def test_the_show_speaks_a_heavier_roles_waiting_line_first():
     finally:
         srv.stop()
     assert order == ["extra", "lead", "extra", "extra"], order
+
+
+def test_a_scenes_lines_keep_their_order_whatever_their_weights():
+    clock = Clock()
+    queue = RoleQueue(8, {"light": 1.0, "heavy": 8.0}, clock=clock)
+    first, second, third = line("light", "1"), line("heavy", "2"), line("light", "3")
+    second.after, third.after = first.id, second.id
+    other = line("heavy", "not in the scene")
+    queue.put_all([first, second, third])
+    queue.put(other)
+    # the host sees the order the picks will take: the scene's lines in its order
+    assert [u.text for u in queue.waiting()] == ["not in the scene", "1", "2", "3"]
+    assert [pick(queue).text for _ in range(4)] == ["not in the scene", "1", "2", "3"]
+
+
+def test_a_scene_line_whose_line_before_was_taken_out_may_go():
+    queue = RoleQueue(8, clock=Clock())
+    first, second = line("a", "1"), line("b", "2")
+    second.after = first.id
+    queue.put_all([first, second])
+    assert queue.remove_role("a") == [first]  # a host interrupted role a
+    assert pick(queue) is second
+
+
+def test_lines_put_together_go_in_all_or_none_within_each_roles_cap():
+    queue = RoleQueue(4, caps={"a": 2}, clock=Clock())
+    queue.put(line("a"))
+    with pytest.raises(QueueFull, match='role "a"'):
+        queue.put_all([line("b"), line("a"), line("a")])
+    with pytest.raises(QueueFull, match="full"):
+        queue.put_all([line("b")] * 4)
+    assert len(queue) == 1
+    queue.put_all([line("a"), line("b")])
+    assert len(queue) == 3

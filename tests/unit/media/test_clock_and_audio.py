@@ -10,7 +10,7 @@ import pytest
 
 from server.media.broadcast import Broadcast
 from server.media.mediaclock import MediaClock, unwrap_rtp
-from server.media.timeline import Segment, SpeechTimeline
+from server.media.timeline import DUCK, RAMP, Segment, SpeechTimeline
 from server.show.resample import resample_int16, resampled_length
 
 
@@ -60,17 +60,40 @@ def test_resampling_keeps_duration_and_pitch():
 
 def test_timeline_reads_mixes_and_cuts():
     tl = SpeechTimeline()
-    tl.schedule(Segment(100, np.full(200, 1000, np.int16), "a", "u1"))
-    tl.schedule(Segment(250, np.full(100, 500, np.int16), "b", "u2"))
-    pcm, heard = tl.read(0, 400)
-    assert pcm[99] == 0 and pcm[100] == 1000 and pcm[260] == 1500 and pcm[320] == 500
+    tl.schedule(Segment(100, np.full(2900, 1000, np.int16), "a", "u1"))
+    tl.schedule(Segment(1000, np.full(1200, 500, np.int16), "b", "u2"))
+    pcm, heard = tl.read(0, 3200)
+    assert pcm[99] == 0 and pcm[100] == 1000 and pcm[2500] == 1000 and pcm[3000] == 0
     assert heard == {"u1", "u2"}
-    assert tl.end_of("a") == 300 and tl.end_of() == 350
-    assert tl.cut(200, "a") == 100  # only role a, from sample 200 on
-    pcm, _ = tl.read(0, 400)
-    assert pcm[199] == 1000 and pcm[260] == 500 and pcm[320] == 500
+    assert tl.end_of("a") == 3000 and tl.end_of() == 3000 and tl.end_of("b") == 2200
+    assert tl.cut(2000, "a") == 1000  # only role a, from sample 2000 on
+    pcm, _ = tl.read(0, 3200)
+    assert pcm[1999] > 0 and pcm[2100] == 500 and pcm[2199] == 500 and pcm[2200] == 0
     tl.cut(0)
-    assert not np.any(tl.read(0, 400)[0])
+    assert not np.any(tl.read(0, 3200)[0])
+
+
+def test_a_voice_that_comes_in_over_another_is_on_top_the_other_ducked_without_a_click():
+    tl = SpeechTimeline()
+    tl.schedule(Segment(0, np.full(4800, 1000, np.int16), "a", "first"))
+    tl.schedule(Segment(1000, np.full(1000, 400, np.int16), "b", "later"))
+    tl.schedule(Segment(2000, np.full(1000, 400, np.int16), "b", "later"))  # its next phrase
+    pcm, heard = tl.read(0, 4800)
+    assert heard == {"first", "later"}
+    assert pcm[999] == 1000  # before the second voice: the first alone, whole
+    assert pcm[1000 + RAMP] == 1000 * DUCK + 400  # under it: ducked, for all its phrases
+    assert pcm[2000] == 1000 * DUCK + 400
+    assert pcm[3000 + 10] == 1000  # after it: back whole
+    # the gain glides: no step bigger than the ramp's from one sample to the next
+    steps = np.abs(np.diff(pcm[900:1100].astype(float) - np.r_[np.zeros(100), np.full(100, 400)]))
+    assert steps.max() <= 1000 * (1 - DUCK) / RAMP + 1
+    # a role read alone (what its own onsets are found in) is not ducked
+    alone, _ = tl.read(0, 4800, "a")
+    assert np.all(alone == 1000)
+    # the first voice's own later phrases do not put it on top of the one that came in after it
+    tl.schedule(Segment(4800, np.full(1000, 1000, np.int16), "a", "first"))
+    tl.schedule(Segment(4800, np.full(1000, 400, np.int16), "b", "later"))
+    assert tl.read(5000, 1)[0][0] == 1000 * DUCK + 400
 
 
 def test_a_late_broadcast_lets_the_loop_run_between_the_frames_it_catches_up():

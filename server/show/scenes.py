@@ -1,0 +1,128 @@
+"""Scenes: a host's script of lines for several roles, said in its order, and conversations,
+where characters answer each other for a set number of turns.
+
+A scene is accepted whole or not at all (the queue's room and each role's cap). Its lines
+follow one another (`Utterance.after`), whatever their roles' weights; a line may reach back
+over the end of the one before by `overlap_ms` (both are heard, mixed: media/timeline.py), and
+otherwise starts after it. A conversation's turns are chat lines of its roles in rotation; each
+answers the turn before as it was spoken (its prompt is made when it is taken up).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..config import RoleConfig
+from .utterances import Utterance
+
+MAX_LINES = 32  # a scene's lines, at most (the stage's queue holds 32 by default)
+MAX_TURNS = 16
+MAX_OVERLAP_MS = 5000
+MODES = ("verbatim", "chat")
+
+
+class SceneError(ValueError):
+    """A scene refused: `status` (400 bad, 404 unknown role, 413 too long) and why."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_text_chars: int
+    role: Callable[[str | None], RoleConfig | None]
+
+
+def scene_lines(body: dict, limits: Limits) -> list[Utterance]:
+    """The utterances of a scene request: {"lines": [...]} or {"conversation": {...}}."""
+    if ("lines" in body) == ("conversation" in body):
+        raise SceneError(400, 'a scene has "lines" or a "conversation", one of the two')
+    if "lines" in body:
+        return _script(body["lines"], limits)
+    return _conversation(body["conversation"], limits)
+
+
+def _script(lines: object, limits: Limits) -> list[Utterance]:
+    if not isinstance(lines, list) or not lines:
+        raise SceneError(400, '"lines" must be a list of lines, not empty')
+    if len(lines) > MAX_LINES:
+        raise SceneError(413, f"a scene has at most {MAX_LINES} lines")
+    out: list[Utterance] = []
+    for n, line in enumerate(lines):
+        where = f"line {n + 1}"
+        if not isinstance(line, dict):
+            raise SceneError(400, f"{where} must be an object")
+        unknown = set(line) - {"role", "text", "mode", "overlap_ms"}
+        if unknown:
+            raise SceneError(400, f"{where} has unknown field(s): {', '.join(sorted(unknown))}")
+        role = _role(line.get("role"), limits, where)
+        text = _text(line.get("text"), limits, where)
+        mode = line.get("mode", "verbatim")
+        if mode not in MODES:
+            raise SceneError(400, f'{where}: "mode" must be "verbatim" or "chat"')
+        overlap = line.get("overlap_ms", 0)
+        if type(overlap) not in (int, float) or not 0 <= overlap <= MAX_OVERLAP_MS:
+            raise SceneError(400, f'{where}: "overlap_ms" must be from 0 to {MAX_OVERLAP_MS}')
+        if overlap and not out:
+            raise SceneError(400, 'line 1: "overlap_ms" needs a line before it to overlap')
+        utt = Utterance(text, role.name, mode, role)
+        utt.overlap_s = overlap / 1000
+        utt.after = out[-1].id if out else None
+        out.append(utt)
+    return out
+
+
+def _conversation(spec: object, limits: Limits) -> list[Utterance]:
+    if not isinstance(spec, dict):
+        raise SceneError(400, '"conversation" must be an object')
+    unknown = set(spec) - {"roles", "turns", "topic"}
+    if unknown:
+        raise SceneError(400, f"conversation has unknown field(s): {', '.join(sorted(unknown))}")
+    names = spec.get("roles")
+    if not isinstance(names, list) or len(names) < 2:
+        raise SceneError(400, '"roles" must list at least two roles')
+    roles = [_role(name, limits, "conversation") for name in names]
+    turns = spec.get("turns")
+    if type(turns) is not int or not 1 <= turns <= MAX_TURNS:
+        raise SceneError(400, f'"turns" must be a whole number from 1 to {MAX_TURNS}')
+    topic = _text(spec.get("topic"), limits, "conversation")
+    out: list[Utterance] = []
+    for turn in range(turns):
+        role = roles[turn % len(roles)]
+        utt = Utterance(topic, role.name, "chat", role)
+        if out:
+            utt.after = utt.reply_to = out[-1].id
+        out.append(utt)
+    return out
+
+
+def _role(name: object, limits: Limits, where: str) -> RoleConfig:
+    if not isinstance(name, str):
+        raise SceneError(400, f'{where}: "role" must be a role\'s name')
+    role = limits.role(name)
+    if role is None:
+        raise SceneError(404, f"{where}: unknown role {name!r}")
+    return role
+
+
+def _text(text: object, limits: Limits, where: str) -> str:
+    if not isinstance(text, str) or not text.strip():
+        raise SceneError(400, f'{where}: "text" must be a string, not empty')
+    if len(text) > limits.max_text_chars:
+        raise SceneError(413, f'{where}: "text" longer than {limits.max_text_chars} characters')
+    return text.strip()
+
+
+def answering(utt: Utterance, said: Utterance | None) -> str | None:
+    """The prompt of a conversation's turn: the topic, and the turn before as it was spoken
+    (None where nothing of it was spoken: the topic alone is asked)."""
+    if said is None or not said.spoken_text:
+        return None
+    name = said.role.capitalize()
+    return (
+        f'The topic: {utt.text}\n{name} just said: "{said.spoken_text}"\n'
+        f"Answer {name} in one or two short sentences."
+    )
