@@ -16,6 +16,7 @@ from aiohttp import web
 from . import drills, heap
 from .cache import Cache, RedisStore, SQLiteStore, Store
 from .config import Config, state_path
+from .dub import api as dubbing
 from .facts import page_facts
 from .headers import security_headers
 from .host import api, hostdesk
@@ -101,6 +102,7 @@ def build_app(
     api.add_routes(app)
     hostdesk.setup(app)  # the host panel's own endpoints, built on the API's helpers
     drills.setup(app)
+    dubbing.setup(app)  # lines spoken beside the show, on its TTS thread
     app[MEMORY] = memory = MemoryWatch(
         metrics, metrics.anomalies, cfg.alerts.rss_alert_mb * 1024 * 1024 or None
     )

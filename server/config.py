@@ -163,6 +163,19 @@ class TimeConfig:
 
 
 @dataclass
+class DubConfig:
+    """Dubbing beside the show (POST /api/v1/dub, server/dub)."""
+
+    # keys a dubbing client shows as "Authorization: Bearer <key>" (the host token works too)
+    api_keys: list[str] = field(default_factory=list)
+    lines_per_minute: float = 120.0  # per key, after a burst of `burst` lines
+    burst: int = 60
+    max_lines: int = 50  # in one request
+    queue_size: int = 256  # lines waiting, of every request together (a full queue: 429)
+    scheduler: str = "roles"  # "roles": by role weight with aging; "fifo": by arrival
+
+
+@dataclass
 class Config:
     host: str = "127.0.0.1"
     port: int = 8080
@@ -179,6 +192,7 @@ class Config:
     cache: CacheConfig = field(default_factory=CacheConfig)
     autopilot: AutopilotConfig = field(default_factory=AutopilotConfig)
     night: NightConfig = field(default_factory=NightConfig)
+    dub: DubConfig = field(default_factory=DubConfig)
     # pages of other sites that may open the stage's socket (to embed it): "https://host[:port]"
     # each; the stage's own origin always may, any other may not
     allowed_origins: list[str] = field(default_factory=list)

@@ -40,6 +40,15 @@ def check(cfg: Config) -> None:
             raise ValueError(f"{title}: pitch must be a number from 0.5 to 2, not {role.pitch!r}")
         if role.queue_cap is not None:
             _whole(role, title, "queue_cap")
+    d = cfg.dub
+    if not all(isinstance(k, str) and len(k) >= 16 for k in d.api_keys):
+        raise ValueError("dub.api_keys must be strings of at least 16 characters each")
+    if d.scheduler not in ("roles", "fifo"):
+        raise ValueError(f'dub.scheduler must be "roles" or "fifo", not {d.scheduler!r}')
+    if not _number(d.lines_per_minute) or not d.lines_per_minute > 0:
+        raise ValueError(f"dub.lines_per_minute must be positive, not {d.lines_per_minute!r}")
+    for name in ("burst", "max_lines", "queue_size"):
+        _whole(d, "dub", name)
     t = cfg.time
     polls = (t.min_poll_s, t.max_poll_s, t.ptp_poll_s)
     if not all(isinstance(p, int | float) and p > 0 for p in polls) or t.min_poll_s > t.max_poll_s:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import queue
 import threading
@@ -28,9 +29,16 @@ class ModelTimeout(TimeoutError):
     """A model call that did not return within its deadline; the message says which."""
 
 
+LIVE, BACKGROUND = 0, 1  # a call's rank on its model's thread: the show's own first
+
+
 class ModelThread:
     """One dedicated thread for one model's blocking calls; `nice` lowers its priority by that
     much below the thread that starts it (the server's).
+
+    Calls wait in rank order: a LIVE call (the show's speech) goes before every BACKGROUND one
+    (a dubbing job) still waiting, so work beside the show delays its speech by one call at
+    most (an iterator's calls are one item each: a sentence of speech).
 
     With `deadline_s`, an async call that has not returned by then raises ModelTimeout and the
     thread is given up: its call may never return (a hung synthesis), and every later call
@@ -41,19 +49,20 @@ class ModelThread:
         self.name = name
         self.deadline_s = deadline_s
         self._nice = nice
+        self._order = itertools.count()
         self._jobs = self._start()
 
-    def _start(self) -> queue.SimpleQueue:
-        jobs: queue.SimpleQueue = queue.SimpleQueue()
+    def _start(self) -> queue.PriorityQueue:
+        jobs: queue.PriorityQueue = queue.PriorityQueue()
         threading.Thread(target=self._work, args=(jobs,), name=self.name, daemon=True).start()
         return jobs
 
-    def _work(self, jobs: queue.SimpleQueue) -> None:
+    def _work(self, jobs: queue.PriorityQueue) -> None:
         # the ASR thread (and the threads it starts) yields the CPU to the speech path instead
         # of delaying audio
         if self._nice:
             lower_priority(self._nice)
-        while (job := jobs.get()) is not None:
+        while (job := jobs.get()[2]) is not None:
             fn, args, done = job
             if done.set_running_or_notify_cancel():
                 try:
@@ -61,14 +70,18 @@ class ModelThread:
                 except BaseException as exc:
                     done.set_exception(exc)
 
+    def _put(self, jobs: queue.PriorityQueue, rank: int, job: tuple | None) -> None:
+        jobs.put((rank, next(self._order), job))  # the count keeps one rank first come first
+
     def _submit(
         self,
         fn: Callable[[*Ts], T],
         *args: *Ts,
-        jobs: queue.SimpleQueue | None = None,
+        jobs: queue.PriorityQueue | None = None,
+        rank: int = LIVE,
     ) -> Future[T]:
         done: Future[T] = Future()
-        (jobs or self._jobs).put((fn, args, done))
+        self._put(jobs or self._jobs, rank, (fn, args, done))
         return done
 
     def run_sync(self, fn: Callable[[*Ts], T], *args: *Ts) -> T:
@@ -78,8 +91,8 @@ class ModelThread:
         """
         return self._submit(fn, *args).result()
 
-    async def call(self, fn: Callable[[*Ts], T], *args: *Ts) -> T:
-        done = asyncio.wrap_future(self._submit(fn, *args))
+    async def call(self, fn: Callable[[*Ts], T], *args: *Ts, rank: int = LIVE) -> T:
+        done = asyncio.wrap_future(self._submit(fn, *args, rank=rank))
         try:
             # asyncio.timeout, not wait_for: wait_for returns the result of a call that ends
             # as its task is cancelled, and the cancel (an interrupt, a stop) was lost
@@ -91,21 +104,21 @@ class ModelThread:
 
     def _give_up(self) -> None:
         """Leave the thread to its call; what comes next runs on a new one."""
-        self._jobs.put(None)
+        self._put(self._jobs, BACKGROUND + 1, None)
         self._jobs = self._start()
         log.error("%s: a call outlived its deadline; going on with a new thread", self.name)
 
     async def iterate(
-        self, make: Callable[[*Ts], Iterator[T]], *args: *Ts
+        self, make: Callable[[*Ts], Iterator[T]], *args: *Ts, rank: int = LIVE
     ) -> AsyncGenerator[T, None]:
         """Run a blocking iterator (a generator: it is closed when the iteration ends) on this
         thread, yielding its items to the loop one by one."""
-        gen: Iterator[T] = await self.call(make, *args)
+        gen: Iterator[T] = await self.call(make, *args, rank=rank)
         close = getattr(gen, "close", lambda: None)
         owner = self._jobs
         try:
             while True:
-                item = await self.call(next, gen, _DONE)
+                item = await self.call(next, gen, _DONE, rank=rank)
                 if item is _DONE:
                     return
                 yield cast(T, item)
@@ -115,12 +128,12 @@ class ModelThread:
                 # stuck there gives the thread up, and what ended the iteration stands (an
                 # interrupt stays an interrupt)
                 with contextlib.suppress(ModelTimeout):
-                    await asyncio.shield(self.call(close))
+                    await asyncio.shield(self.call(close, rank=rank))
             else:  # given up while the generator ran: its own thread closes it, if ever
                 self._submit(close, jobs=owner)
 
     def shutdown(self) -> None:
-        self._jobs.put(None)
+        self._put(self._jobs, BACKGROUND + 1, None)
 
 
 async def stream_tokens(

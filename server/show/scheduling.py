@@ -33,16 +33,32 @@ import math
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from typing import Generic, Protocol, TypeVar
 
-from .utterances import QueueFull, Utterance
+from .utterances import QueueFull
 
 CONTINUITY_S = 0.3  # a role's line that ended this recently keeps the floor for its next
 CONTINUITY = 0.5  # the boost it gets: (1 + CONTINUITY)
 AGING_S = 2.0  # τ: a line gains a factor e for each τ it waits
 
 
-class RoleQueue:
-    """Waiting utterances, picked by role priority with aging; bounded in all and per role."""
+class Waiting(Protocol):
+    """What the queue schedules: an utterance of the show, or a line to dub (server/dub)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def role(self) -> str: ...
+    @property
+    def after(self) -> str | None: ...
+
+
+W = TypeVar("W", bound=Waiting)
+
+
+class RoleQueue(Generic[W]):
+    """Waiting work (utterances, lines to dub), picked by role priority with aging; bounded in
+    all and per role."""
 
     def __init__(
         self,
@@ -63,21 +79,21 @@ class RoleQueue:
             aging_s,
             period_s,
         )
-        self._items: list[tuple[float, int, Utterance]] = []  # (arrived, order, utterance)
+        self._items: list[tuple[float, int, W]] = []  # (arrived, order, utterance)
         self._order = 0
         self._ready = asyncio.Event()
         self._last: tuple[str, float] | None = None  # the role that spoke last, when it ended
-        self._ranked: list[Utterance] = []
+        self._ranked: list[W] = []
         self._ranked_at = float("-inf")
 
     def __len__(self) -> int:
         return len(self._items)
 
     # ---- in ---------------------------------------------------------------------------------
-    def put(self, utterance: Utterance) -> None:
+    def put(self, utterance: W) -> None:
         self.put_all([utterance])
 
-    def put_all(self, utterances: Sequence[Utterance]) -> None:
+    def put_all(self, utterances: Sequence[W]) -> None:
         """All of them or, where the queue or a role's cap has no room for all, none."""
         if len(self._items) + len(utterances) > self.maxsize:
             raise QueueFull(f"utterance queue is full ({self.maxsize})")
@@ -108,13 +124,13 @@ class RoleQueue:
                 boost = math.log1p(self.continuity)
         return math.log(self.weight(role)) + boost + (now - arrived) / self.aging_s
 
-    def _key(self, item: tuple[float, int, Utterance], now: float) -> tuple[float, int]:
+    def _key(self, item: tuple[float, int, W], now: float) -> tuple[float, int]:
         """Higher goes first: the rank, and in a tie the earlier."""
         arrived, order, utt = item
         return (self.rank(utt.role, arrived, now), -order)
 
     # ---- out ---------------------------------------------------------------------------------
-    async def get(self) -> Utterance:
+    async def get(self) -> W:
         while not self._items:
             self._ready.clear()
             await self._ready.wait()
@@ -125,7 +141,7 @@ class RoleQueue:
         best = max(free, key=lambda k: self._key(self._items[k], now))
         return self._items.pop(best)[2]
 
-    def waiting(self) -> list[Utterance]:
+    def waiting(self) -> list[W]:
         """The waiting lines in the order they would be picked, ranked at most `period_s`
         ago (the host panel asks every second; a burst of asks ranks once)."""
         now = self.clock()
@@ -134,11 +150,11 @@ class RoleQueue:
             self._ranked, self._ranked_at = _in_scene_order([u for _, _, u in order]), now
         return list(self._ranked)
 
-    def remove_role(self, role: str | None) -> list[Utterance]:
+    def remove_role(self, role: str | None) -> list[W]:
         """Take out every waiting utterance of `role` (all when None)."""
         return self.remove(lambda u: role is None or u.role == role)
 
-    def remove(self, which: Callable[[Utterance], bool]) -> list[Utterance]:
+    def remove(self, which: Callable[[W], bool]) -> list[W]:
         """Take out every waiting utterance `which` picks."""
         gone = [u for _, _, u in self._items if which(u)]
         self._items = [x for x in self._items if not which(x[2])]
@@ -164,14 +180,14 @@ class RoleQueue:
         return (ahead + 1) * longest_s
 
 
-def _in_scene_order(ranked: list[Utterance]) -> list[Utterance]:
+def _in_scene_order(ranked: list[W]) -> list[W]:
     """`ranked` with each scene line moved to just after the line it follows, where it
     ranked before it: the order the picks will take."""
     unplaced = {u.id for u in ranked}
-    out: list[Utterance] = []
-    held: dict[str, list[Utterance]] = {}  # lines whose line before is not placed yet
+    out: list[W] = []
+    held: dict[str, list[W]] = {}  # lines whose line before is not placed yet
 
-    def place(utt: Utterance) -> None:
+    def place(utt: W) -> None:
         out.append(utt)
         unplaced.discard(utt.id)
         for follower in held.pop(utt.id, []):

@@ -20,7 +20,7 @@ from models.protocols import TTS, SpeechChunk, VoiceStyle
 from ..config import RoleConfig, StageConfig
 from ..metrics import Metrics
 from . import opening
-from .inference import ModelThread
+from .inference import BACKGROUND, ModelThread
 from .speech import SpeechFirst
 from .speechcache import SpeechCache
 from .utterances import Utterance
@@ -114,6 +114,11 @@ class Speaking:
         """On the TTS thread: start the voice once the LLM has stepped aside."""
         self.gate.before_synthesis()
         return tts.speak(text, style, urgent=urgent)
+
+    def beside(self, text: str, style: VoiceStyle) -> AsyncGenerator[SpeechChunk, None]:
+        """`text` spoken on the show's TTS thread for work beside the show (dubbing): each of
+        its calls waits behind the show's own, which never wait behind more than one of them."""
+        return self._thread.iterate(self.tts.speak, text, style, rank=BACKGROUND)
 
     def shutdown(self) -> None:
         self._thread.shutdown()

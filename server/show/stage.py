@@ -45,7 +45,7 @@ class Stage:
         # the next line by role priority, aged by its wait (a single role: first come)
         weights = {r.name: r.weight for r in roles}
         caps = {r.name: r.queue_cap for r in roles if r.queue_cap is not None}
-        self.queue = RoleQueue(stage.queue_size, weights, caps)
+        self.queue: RoleQueue[Utterance] = RoleQueue(stage.queue_size, weights, caps)
         self.history: deque[Utterance] = deque(maxlen=stage.history)
         self.before_restart: list[dict] = []  # the records of utterances finished before it
         self.level = 0  # the night's fallback level: an utterance takes it when taken up

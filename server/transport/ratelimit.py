@@ -1,4 +1,5 @@
-"""Token buckets: one per viewer socket, or one per address in a bounded table."""
+"""Token buckets: one per viewer socket, or one per address (or dubbing key) in a bounded
+table."""
 
 from __future__ import annotations
 
@@ -19,12 +20,14 @@ class RateLimit:
     def __post_init__(self) -> None:
         self.tokens = float(self.burst)
 
-    def allow(self) -> bool:
+    def allow(self, cost: float = 1) -> bool:
+        """Spend `cost` tokens if there are that many (a request of several lines costs one
+        a line); otherwise spend none."""
         now = time.monotonic()
         self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.per_minute / 60)
         self.stamp = now
-        if self.tokens >= 1:
-            self.tokens -= 1
+        if self.tokens >= cost:
+            self.tokens -= cost
             return True
         return False
 
@@ -37,9 +40,9 @@ class PerAddress:
         self.per_minute, self.burst, self.keep = per_minute, burst, keep
         self._buckets: OrderedDict[str, RateLimit] = OrderedDict()
 
-    def allow(self, address: str) -> bool:
+    def allow(self, address: str, cost: float = 1) -> bool:
         bucket = self._buckets.pop(address, None) or RateLimit(self.per_minute, self.burst)
         self._buckets[address] = bucket
         while len(self._buckets) > self.keep:
             self._buckets.popitem(last=False)
-        return bucket.allow()
+        return bucket.allow(cost)

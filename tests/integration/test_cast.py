@@ -137,3 +137,37 @@ def test_interrupting_one_role_of_a_scene_leaves_the_others_speaking(show):
     assert [r["state"] for r in records] == ["interrupted", "done", "done"], records
     for role, pcm in heard.items():  # the others were heard to their end
         assert (block_rms(pcm) > 300).mean() > 0.3, role
+
+
+def test_a_dubbing_request_of_ten_lines_and_three_roles_streams_them_in_order_lined_up(show):
+    from server.bench.dubclient import audio_of, dub
+    from server.bench.pitch import median_f0
+    from tests.conftest import TOKEN
+
+    roles = ["nova", "orion", "lyra"]
+    texts = [
+        "Good evening.", "The moon is up.", "Coffee is hot.", "We are live all night.",
+        "Who is calling?", "A listener from the coast.", "Welcome, friend.",
+        "The stars are out.", "Count them with us.", "Until morning.",
+    ]  # fmt: skip
+    body = {"lines": [{"role": roles[n % 3], "text": t} for n, t in enumerate(texts)]}
+    answer = asyncio.run(dub(show.url, TOKEN, {**body, "format": "opus"}))
+    assert answer.status == 200, answer.objects
+    lines = answer.lines
+    assert [x["index"] for x in lines] == list(range(10)) and answer.objects[-1]["done"]
+    f0: dict[str, list[float]] = {r: [] for r in roles}
+    lags = []
+    for line in lines:
+        pcm = audio_of(line)
+        fig = measure(pcm, 0, line["visemes"])
+        print(f"\n{line['role']}: {line['text']!r} {fig}")
+        assert fig.voiced_blocks > 20, line["text"]
+        assert fig.voiced_inside >= 0.85, (line["text"], fig)
+        lags.append(fig.lag_ms)
+        f0[line["role"]].append(median_f0(pcm, 48_000))
+    # the loudness-against-openness lag of one short line varies by ±30 ms with Piper's noise
+    # (a second of speech is few syllables to correlate): their median is the shift
+    assert abs(float(np.median(lags))) <= 15, lags
+    # each role with its own voice: lower to higher, as their pitch settings go
+    medians = {r: float(np.median(v)) for r, v in f0.items()}
+    assert medians["orion"] * 1.15 <= medians["nova"] and medians["nova"] * 1.15 <= medians["lyra"]

@@ -1,0 +1,1 @@
+"""Dubbing beside the show: lines of several roles spoken on request, with their visemes."""
