@@ -48,6 +48,8 @@ def bench(args: argparse.Namespace) -> int:
         from .bench.abuse import main as run
     elif args.what == "nights":
         from .bench.nights import main as run
+    elif args.what == "roles":
+        from .bench.roles import main as run
     else:
         from .bench.viewers import main as run
     return run(args)
@@ -63,7 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--config", help="TOML settings file")
     p.set_defaults(func=serve)
     b = sub.add_parser("bench", help="run a benchmark and print its table")
-    b.add_argument("what", choices=["latency", "viewers", "lipsync", "clock", "abuse", "nights"])
+    benches = ["latency", "viewers", "lipsync", "clock", "abuse", "nights", "roles"]
+    b.add_argument("what", choices=benches)
     b.add_argument("--config", help="TOML settings file")
     b.add_argument(
         "--lines",
@@ -101,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         "--save",
         help="lipsync, nights (the real run): also write every figure measured to this JSON file",
     )
+    b.add_argument("--requests", type=int, default=200, help="roles: dubbing requests sent at once")
     b.add_argument("--nights", type=int, default=30, help="nights: simulated nights; 0: none")
     b.add_argument(
         "--minutes", type=float, default=10.0, help="clock: simulated minutes measured a row"

@@ -101,7 +101,7 @@ async def dub(request: web.Request) -> web.StreamResponse:
 
 async def answer(line: DubLine, fmt: str) -> bytes:
     """The NDJSON object of one line: its audio and visemes, or why it failed."""
-    head = {"index": line.index, "role": line.role, "text": line.text}
+    head = {"index": line.index, "role": line.role, "text": line.text, **_times(line)}
     try:
         dubbed = await line.done
     except Exception as exc:
@@ -128,6 +128,16 @@ async def _ready(request: web.Request, line: DubLine) -> None:
         transport = request.transport
         if transport is None or transport.is_closing():
             raise ConnectionResetError("the client hung up")
+
+
+def _times(line: DubLine) -> dict[str, float]:
+    """How long it waited for the TTS, and how long the TTS took (ms)."""
+    out = {}
+    if line.started_at is not None:
+        out["waited_ms"] = round((line.started_at - line.accepted_at) * 1000, 1)
+        if line.finished_at is not None:
+            out["made_ms"] = round((line.finished_at - line.started_at) * 1000, 1)
+    return out
 
 
 def _spoken(line: DubLine) -> bool:

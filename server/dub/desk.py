@@ -84,6 +84,7 @@ class DubDesk:
                 if not line.done.done():
                     line.done.set_result(dubbed)
             finally:
+                line.finished_at = self.clock()
                 self.queue.finished(line.role)
 
     async def _speak(self, line: DubLine) -> Dubbed:

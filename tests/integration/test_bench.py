@@ -124,3 +124,16 @@ def test_bench_nights_prints_simulated_nights_and_what_each_level_saves():
     assert levels["espeak-ng, CPU ms per s of speech"]["goal"] in ("holds", "fails"), out
     assert 0 < float(levels["chat message, share of words kept"]["median"]) <= 1, out
     assert float(levels["reply tokens, condensed"]["median"]) > 0, out
+
+
+def test_bench_roles_prints_fifo_beside_the_scheduler_and_the_batch_timings():
+    out = allnighter("roles", "--requests", "8")
+    modes = rows_of(out, "## bench roles")
+    assert set(modes) == {"FIFO", "role scheduler"}
+    for row in modes.values():
+        assert row["requests"] == "8" and row["failed"] == "0" and row["refused"] == "0"
+        assert float(row["first audio mean"]) > 0 and float(row["speech s/s"]) > 0
+    waits = rows_of(out, "## each role's wait")
+    verdicts = [r["max ≤ bound"] for r in waits.values()]
+    assert len(waits) == 8 and "holds" in verdicts and set(verdicts) <= {"holds", "no lines"}
+    assert set(rows_of(out, "## Piper, one voice")) == {"1", "2", "4", "8"}
