@@ -11,18 +11,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..config import RoleConfig
+from ..show.scenes import Limits, SceneError, each_line, role_named, text_of
 from ..show.visemes import VisemeFrame
 
 FORMATS = ("wav", "opus")
 _ids = itertools.count()
 
 
-class DubError(ValueError):
-    """A request refused: `status` and why."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
+DubError = SceneError  # a request refused: `status` and why
 
 
 @dataclass
@@ -67,28 +63,12 @@ def dub_lines(
     fmt = body.get("format", "wav")
     if fmt not in FORMATS:
         raise DubError(400, '"format" must be "wav" or "opus"')
-    lines = body.get("lines")
-    if not isinstance(lines, list) or not lines:
-        raise DubError(400, '"lines" must be a list of lines, not empty')
-    if len(lines) > max_lines:
-        raise DubError(413, f"a request has at most {max_lines} lines")
     out: list[DubLine] = []
-    for n, line in enumerate(lines):
-        where = f"line {n + 1}"
-        if not isinstance(line, dict) or set(line) - {"role", "text"}:
-            raise DubError(400, f'{where} must be an object of "role" and "text"')
-        name = line.get("role")
-        if name is not None and not isinstance(name, str):
-            raise DubError(400, f'{where}: "role" must be a role\'s name')
-        character = role(name)
-        if character is None:
-            raise DubError(404, f"{where}: unknown role {name!r}")
-        text = line.get("text")
-        if not isinstance(text, str) or not text.strip():
-            raise DubError(400, f'{where}: "text" must be a string, not empty')
-        if len(text) > max_text_chars:
-            raise DubError(413, f'{where}: "text" longer than {max_text_chars} characters')
-        out.append(DubLine(n, character.name, text.strip(), character))
+    limits = Limits(max_text_chars, role)
+    for n, (where, line) in enumerate(each_line(body.get("lines"), max_lines, {"role", "text"})):
+        character = role_named(line.get("role"), limits, where, needed=False)
+        text = text_of(line.get("text"), limits, where)
+        out.append(DubLine(n, character.name, text, character))
         if n:
             out[-1].after = out[-2].id
     return out, fmt

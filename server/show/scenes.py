@@ -23,7 +23,8 @@ MODES = ("verbatim", "chat")
 
 
 class SceneError(ValueError):
-    """A scene refused: `status` (400 bad, 404 unknown role, 413 too long) and why."""
+    """A request of lines refused (a scene, or a dubbing request: server/dub): `status` (400
+    bad, 404 unknown role, 413 too long) and why."""
 
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
@@ -45,21 +46,30 @@ def scene_lines(body: dict, limits: Limits) -> list[Utterance]:
     return _conversation(body["conversation"], limits)
 
 
-def _script(lines: object, limits: Limits) -> list[Utterance]:
+def each_line(lines: object, most: int, fields: set[str]) -> list[tuple[str, dict]]:
+    """A request's "lines": a list of 1 to `most` objects of `fields` at most, each with
+    where it is ("line N") for a refusal's message."""
     if not isinstance(lines, list) or not lines:
         raise SceneError(400, '"lines" must be a list of lines, not empty')
-    if len(lines) > MAX_LINES:
-        raise SceneError(413, f"a scene has at most {MAX_LINES} lines")
-    out: list[Utterance] = []
+    if len(lines) > most:
+        raise SceneError(413, f"a request has at most {most} lines")
+    out = []
     for n, line in enumerate(lines):
         where = f"line {n + 1}"
         if not isinstance(line, dict):
             raise SceneError(400, f"{where} must be an object")
-        unknown = set(line) - {"role", "text", "mode", "overlap_ms"}
+        unknown = set(line) - fields
         if unknown:
             raise SceneError(400, f"{where} has unknown field(s): {', '.join(sorted(unknown))}")
-        role = _role(line.get("role"), limits, where)
-        text = _text(line.get("text"), limits, where)
+        out.append((where, line))
+    return out
+
+
+def _script(lines: object, limits: Limits) -> list[Utterance]:
+    out: list[Utterance] = []
+    for where, line in each_line(lines, MAX_LINES, {"role", "text", "mode", "overlap_ms"}):
+        role = role_named(line.get("role"), limits, where)
+        text = text_of(line.get("text"), limits, where)
         mode = line.get("mode", "verbatim")
         if mode not in MODES:
             raise SceneError(400, f'{where}: "mode" must be "verbatim" or "chat"')
@@ -84,11 +94,11 @@ def _conversation(spec: object, limits: Limits) -> list[Utterance]:
     names = spec.get("roles")
     if not isinstance(names, list) or len(names) < 2:
         raise SceneError(400, '"roles" must list at least two roles')
-    roles = [_role(name, limits, "conversation") for name in names]
+    roles = [role_named(name, limits, "conversation") for name in names]
     turns = spec.get("turns")
     if type(turns) is not int or not 1 <= turns <= MAX_TURNS:
         raise SceneError(400, f'"turns" must be a whole number from 1 to {MAX_TURNS}')
-    topic = _text(spec.get("topic"), limits, "conversation")
+    topic = text_of(spec.get("topic"), limits, "conversation")
     out: list[Utterance] = []
     for turn in range(turns):
         role = roles[turn % len(roles)]
@@ -99,16 +109,17 @@ def _conversation(spec: object, limits: Limits) -> list[Utterance]:
     return out
 
 
-def _role(name: object, limits: Limits, where: str) -> RoleConfig:
-    if not isinstance(name, str):
+def role_named(name: object, limits: Limits, where: str, needed: bool = True) -> RoleConfig:
+    """The role `name` names (where not `needed`, None names the first)."""
+    if not isinstance(name, str) and (needed or name is not None):
         raise SceneError(400, f'{where}: "role" must be a role\'s name')
-    role = limits.role(name)
+    role = limits.role(name)  # a str, or None where allowed
     if role is None:
         raise SceneError(404, f"{where}: unknown role {name!r}")
     return role
 
 
-def _text(text: object, limits: Limits, where: str) -> str:
+def text_of(text: object, limits: Limits, where: str) -> str:
     if not isinstance(text, str) or not text.strip():
         raise SceneError(400, f'{where}: "text" must be a string, not empty')
     if len(text) > limits.max_text_chars:
