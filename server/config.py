@@ -44,6 +44,8 @@ class RoleConfig:
     # how many of its lines may wait at once (none: as many as the stage's queue holds)
     weight: float = 1.0
     queue_cap: int | None = None
+    # how the character looks on the stage (server/looks.py); none: the next look by its place
+    look: str | None = None
 
 
 def default_cast() -> list[RoleConfig]:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from .looks import LOOKS
+
 if TYPE_CHECKING:
     from .config import Config
 
@@ -40,6 +42,8 @@ def check(cfg: Config) -> None:
             raise ValueError(f"{title}: pitch must be a number from 0.5 to 2, not {role.pitch!r}")
         if role.queue_cap is not None:
             _whole(role, title, "queue_cap")
+        if role.look is not None and role.look not in LOOKS:
+            raise ValueError(f"{title}: look must be one of {', '.join(LOOKS)}, not {role.look!r}")
     d = cfg.dub
     if not all(isinstance(k, str) and len(k) >= 16 for k in d.api_keys):
         raise ValueError("dub.api_keys must be strings of at least 16 characters each")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from .config import Config
+from .looks import cast_facts
 from .media.mediaclock import SAMPLE_RATE
 from .media.syncwindows import ATSC, EBU_R37
 from .show.onsets import LOUD, QUIET, QUIET_MS
@@ -33,4 +34,7 @@ def page_facts(cfg: Config) -> dict[str, Any]:
         "sync_windows": {"atsc": list(ATSC), "ebu_r37": list(EBU_R37)},
         # the longest text the API takes: a host's line or prompt, a viewer's chat message
         "text_limits": {"say": cfg.stage.max_text_chars, "chat": cfg.chat.max_chars},
+        # the characters, left to right on the stage: each role's name (its `visemes` events
+        # carry it) and its look
+        "cast": cast_facts(cfg.roles),
     }

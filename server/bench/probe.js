@@ -144,6 +144,7 @@
       playedUntil: out.until, // when its last sample above QUIET is heard
       soundUntil: heard.until, // the same for the stream before the page's ducking
       mouth: s.mouth_open ?? 0,
+      mouths: s.mouths ?? null, // each character's own, by role
       viseme: s.viseme ?? null, // the viseme the frame drew: where the first one's opening ends
       sample: s.current_sample ?? null,
     });

@@ -50,6 +50,8 @@ test("a page without its facts, or with part of them, fails at once and says wha
   assert.throws(() => parseFacts(without("onsets", { loud: 0.1 })), /onset thresholds/);
   assert.throws(() => parseFacts(without("sync_windows", { atsc: [15, -45] })), /sync windows/);
   assert.throws(() => parseFacts(without("text_limits", { say: 2000 })), /text limits/);
+  assert.throws(() => parseFacts(without("cast", [])), /the cast/);
+  assert.throws(() => parseFacts(without("cast", [{ name: "nova" }])), /the cast/);
 });
 
 test("the stage's timing takes the sample rate and onset thresholds given; it has none of its own", () => {

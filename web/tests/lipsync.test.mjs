@@ -314,3 +314,28 @@ test("a mouth opening from rest opens within 10 ms of its start; inside a phrase
   assert.deepEqual(bare.weightsAt(89 * MS), {});
   assert.equal(bare.weightsAt(110 * MS).E, 1);
 });
+
+test("where two roles overlap, each mouth follows its own voice and holds only its own shapes", () => {
+  const t = new VisemeTrack({ sampleRate, holdMs: 120 });
+  t.add(event([
+    { sample: 0, viseme: "aa", duration: 300 * MS },
+    { sample: 300 * MS, viseme: "PP", duration: 30 * MS },
+    { sample: 330 * MS, viseme: "sil", duration: 200 * MS },
+  ], "nova"));
+  t.add(event([
+    { sample: 200 * MS, viseme: "sil", duration: 100 * MS },
+    { sample: 300 * MS, viseme: "O", duration: 30 * MS },
+    { sample: 330 * MS, viseme: "E", duration: 300 * MS },
+  ], "orion"));
+  // before orion comes in: nova's mouth only
+  assert.deepEqual(t.weightsAt(100 * MS, "nova"), { aa: 1 });
+  assert.deepEqual(t.weightsAt(100 * MS, "orion"), {});
+  // over the overlap each has its own shape; together (what the page measures) both
+  const [nova, orion] = [t.weightsAt(315 * MS, "nova"), t.weightsAt(315 * MS, "orion")];
+  assert.ok(nova.PP > 0 && Object.keys(nova).every((v) => ["aa", "PP"].includes(v)), nova);
+  assert.ok(orion.O > 0 && Object.keys(orion).every((v) => ["O", "E"].includes(v)), orion);
+  assert.ok("PP" in t.weightsAt(315 * MS) && "O" in t.weightsAt(315 * MS));
+  // nova's short PP is not held into orion's E (another voice's frame after it)
+  assert.deepEqual(t.weightsAt(400 * MS, "nova"), {});
+  assert.ok(t.weightsAt(400 * MS, "orion").E > 0.5); // under its own O, held
+});

@@ -1,5 +1,6 @@
 // The facts the pages share with the server (server/facts.py): the broadcast's sample rate,
-// the viseme set, what counts as a sound onset, the lip-sync windows and the text limits.
+// the viseme set, what counts as a sound onset, the lip-sync windows, the text limits and the
+// cast (each role's name and look, left to right on the stage).
 // Python defines each once and renders them into the page as JSON, in
 // <script type="application/json" id="allnighter-facts">; this module reads that element, once.
 // No module keeps a copy: the page's entry module hands them on as parameters, so a test
@@ -27,6 +28,8 @@ export function parseFacts(text) {
   if (!window2(w.atsc) || !window2(w.ebu_r37)) bad("the sync windows");
   const t = facts.text_limits ?? {};
   if (!positive(t.say) || !positive(t.chat)) bad("the text limits");
+  const cast = facts.cast;
+  if (!Array.isArray(cast) || !cast.length || !cast.every((c) => typeof c?.name === "string" && c.look)) bad("the cast");
   return deepFreeze(facts);
 }
 

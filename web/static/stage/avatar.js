@@ -1,13 +1,18 @@
-// Allnighter's stage avatar: a stylised head built in code with three.js (no model files).
-// Eyes blink and glance around, the head sways and breathes, and the mouth (face.js) carries
-// one morph target per Oculus viseme. The caller blends viseme weights over time; setVisemes
-// applies them as given on the next render.
+// Allnighter's stage: the cast as stylised figures built in code with three.js (no model
+// files), side by side in one scene, each in its own look (the page's facts: server/looks.py).
+// Eyes blink and glance around, heads sway and breathe, and each mouth (face.js) carries one
+// morph target per Oculus viseme. The caller blends each character's viseme weights over time;
+// setVisemes applies them as given on the next render. The one speaking faces the viewer; the
+// others turn toward it.
 import * as THREE from "three";
 import { JAW_OPEN, buildMouth, shapeless, surfaceSampler, eyeTexture, blushTexture } from "./face.js";
 
 export { JAW_OPEN };
 
-const SKIN = "#f1bd9c", HAIR = "#3a2622", SHIRT = "#2f6f8c", IRIS = ["#1f6f86", "#5fc1cf"];
+// the look of a lone figure (a page without a cast): the first of server/looks.py
+const LOOK = { skin: "#f1bd9c", hair: "#3a2622", shirt: "#2f6f8c", iris: ["#1f6f86", "#5fc1cf"] };
+const SPACING = 3.4; // between figures' centres: their shoulders (3.3 wide) just clear
+const TURN = 0.35; // how far a listener turns toward the one speaking (radians)
 const MOUTH_Y = -0.5, EYE = { x: 0.32, y: -0.02, r: 0.16 };
 
 // Unit-sphere direction -> head surface: tapered jaw, longer lower face, fuller skull.
@@ -144,17 +149,20 @@ function merge(parts) {
 }
 
 export class Avatar {
-  // options.visemes: the server's viseme set (the page's facts), "sil" (the rest) first
+  // options.visemes: the server's viseme set (the page's facts), "sil" (the rest) first;
+  // options.cast: [{name, look}] (the facts' cast), one figure each, left to right
   constructor(canvas, options = {}) {
     this.canvas = canvas;
     this.visemes = options.visemes;
     const unknown = shapeless(this.visemes);
     if (unknown.length) throw new Error(`the mouth has no shape for visemes ${unknown.join(", ")}`);
+    const looks = (options.cast?.length ? options.cast : [{ look: LOOK }]).map((c) => ({ ...LOOK, ...c.look }));
     const software = softwareGL();
     // Software GL pays per triangle (SwiftShader: about 1.4 µs each, per frame, on the CPU the
     // show also needs): it draws the figure with half the segments (a quarter of the
-    // triangles), where the low resolution it renders at (RenderBudget) hides them anyway.
-    this.detail = options.detail ?? (software ? 0.5 : 1);
+    // triangles), where the low resolution it renders at (RenderBudget) hides them anyway;
+    // several figures share that budget.
+    this.detail = options.detail ?? (software ? 0.5 / Math.sqrt(looks.length) : 1);
     try {
       this.renderer = new THREE.WebGLRenderer({
         canvas, antialias: options.antialias ?? !software, alpha: true, preserveDrawingBuffer: true, stencil: true,
@@ -168,42 +176,47 @@ export class Avatar {
     r.toneMappingExposure = options.exposure ?? 1.05;
     this.scene = new THREE.Scene();
     this.camera = new THREE.PerspectiveCamera(28, 16 / 9, 0.5, 30);
-    this._weights = new Float32Array(this.visemes.length);
-    this._weights[0] = 1;
-    this._mouthOpen = 0;
     this._time = 0;
     this._matcaps = new Map();
     this._targets = [];
-    this._build();
-    if (options.cpuMorph ?? software) this._morphOnCpu();
+    this._dummy = new THREE.Object3D();
+    this._dummy.rotation.order = "YXZ";
+    this.speaking = null; // the index of the figure speaking, if any
+    this.figures = looks.map((look, i) => this._build(look, (i - (looks.length - 1) / 2) * SPACING, i));
+    if (options.cpuMorph ?? software) for (const f of this.figures) this._morphOnCpu(f);
     if (this._bake) { this._bake.ball.geometry.dispose(); this._bake = null; }
-    this._gaze = { x: 0, y: 0, tx: 0, ty: 0, next: 0 };
-    this._blink = { value: 0, start: -1, next: 1.5 + Math.random() * 2, double: false };
-    this._setBlink(0); // poses the eyes, so a render before any update() looks right
+    for (const f of this.figures) this._setBlink(f, 0); // poses the eyes, so a render before any update() looks right
     this.resize();
   }
 
-  _build() {
+  _build(look, x, index) {
     const seg = (n) => Math.max(3, Math.round(n * this.detail)); // segments at this detail
-    const mat = (look, props) => this._matcap(look, props);
-    const skinLook = { color: SKIN, roughness: 0.58, emissive: "#3d150c", emissiveIntensity: 0.25 }; // warm shade
+    const mat = (l, props) => this._matcap(l, props);
+    const skinLook = { color: look.skin, roughness: 0.58, emissive: "#3d150c", emissiveIntensity: 0.25 }; // warm shade
     const skin = mat(skinLook), paint = mat(skinLook, { vertexColors: true });
-    const hair = mat({ color: HAIR, roughness: 0.62 }, { vertexColors: true });
-    const shirt = mat({ color: SHIRT, roughness: 0.85 }, { vertexColors: true });
+    const hair = mat({ color: look.hair, roughness: 0.62 }, { vertexColors: true });
+    const shirt = mat({ color: look.shirt, roughness: 0.85 }, { vertexColors: true });
+    const f = {
+      weights: new Float32Array(this.visemes.length).fill(0), mouthOpen: 0, turn: 0,
+      phase: index * 1.7, // figures sway out of step
+      gaze: { x: 0, y: 0, tx: 0, ty: 0, next: 0 },
+      blink: { value: 0, start: -1, next: 1.5 + Math.random() * 2, double: false },
+    };
+    f.weights[0] = 1;
     // Few draw calls matter more than polygons on software GL: static parts sharing a material
     // are merged, the two eyes (and their lids) are instanced.
 
     // Body (breathing) and the head rig pivoting at the neck
-    this.body = new THREE.Group(); this.scene.add(this.body);
+    f.body = new THREE.Group(); f.body.position.x = x; this.scene.add(f.body);
     const torso = new THREE.LatheGeometry([[0, -1.14], [0.36, -1.16], [0.62, -1.26], [1.12, -1.44], [1.45, -1.7],
       [1.6, -2.14], [1.65, -3.3]].map(([a, b]) => new THREE.Vector2(a, b)), seg(40)).scale(1, 1, 0.6);
     const collar = new THREE.TorusGeometry(0.39, 0.065, seg(10), seg(40)).rotateX(Math.PI / 2).scale(1, 0.8, 1).translate(0, -1.18, -0.08);
-    this.body.add(new THREE.Mesh(merge([[torso], [collar]]), shirt));
+    f.body.add(new THREE.Mesh(merge([[torso], [collar]]), shirt));
     const neck = new THREE.Mesh(new THREE.CylinderGeometry(0.31, 0.35, 0.7, seg(28), 1, true), skin);
-    neck.position.set(0, -0.88, -0.1); this.body.add(neck);
+    neck.position.set(0, -0.88, -0.1); f.body.add(neck);
 
-    this.rig = new THREE.Group(); this.rig.position.y = -0.85; this.body.add(this.rig);
-    const head = this.head = new THREE.Group(); head.position.y = 0.85; this.rig.add(head);
+    f.rig = new THREE.Group(); f.rig.position.y = -0.85; f.body.add(f.rig);
+    const head = new THREE.Group(); head.position.y = 0.85; f.rig.add(head);
     const headGeo = deformedSphere(seg(48), seg(34), headPoint), surf = surfaceSampler(headGeo);
     const ears = [-1, 1].map((side) => [new THREE.SphereGeometry(1, seg(12), seg(10)).scale(0.08, 0.17, 0.12).translate(side * 0.84, -0.12, -0.05)]);
     const nose = new THREE.SphereGeometry(1, seg(16), seg(12)).scale(0.085, 0.07, 0.075).translate(0, -0.25, surf(0, -0.25) - 0.012);
@@ -216,8 +229,8 @@ export class Avatar {
     const blush = merge([-1, 1].map((side) => {
       const g = new THREE.PlaneGeometry(0.3, 0.2, 6, 4), p = g.getAttribute("position");
       for (let i = 0; i < p.count; i++) {
-        const x = p.getX(i) + side * 0.5, y = p.getY(i) - 0.33;
-        p.setXYZ(i, x, y, surf(x, y) + 0.004);
+        const bx = p.getX(i) + side * 0.5, by = p.getY(i) - 0.33;
+        p.setXYZ(i, bx, by, surf(bx, by) + 0.004);
       }
       return [g];
     }));
@@ -225,19 +238,19 @@ export class Avatar {
     cheeks.renderOrder = 1; head.add(cheeks);
 
     // Eyes: textured eyeballs (iris at the front pole), fixed catchlights, lids with a lash line
-    this._sockets = [-1, 1].map((side) => ({
+    f.sockets = [-1, 1].map((side) => ({
       side, c: new THREE.Vector3(side * EYE.x, EYE.y, surf(side * EYE.x, EYE.y) - EYE.r * 0.58),
     }));
     const inst = (geo, m) => {
       const im = new THREE.InstancedMesh(geo, m, 2); im.frustumCulled = false; im.renderOrder = -1; head.add(im); return im;
     };
-    this.eyeMesh = inst(new THREE.SphereGeometry(EYE.r, seg(24), seg(16)).rotateX(Math.PI / 2), mat({ roughness: 0.18 }, { map: eyeTexture(IRIS) }));
+    f.eyeMesh = inst(new THREE.SphereGeometry(EYE.r, seg(24), seg(16)).rotateX(Math.PI / 2), mat({ roughness: 0.18 }, { map: eyeTexture(look.iris) }));
     const lid = (upper) => new THREE.SphereGeometry(EYE.r * 1.045, seg(24), seg(6), 0, Math.PI * 2, upper ? 0 : Math.PI / 2, Math.PI / 2);
-    this.upLids = inst(merge([[lid(true), "#eeeeee"],
+    f.upLids = inst(merge([[lid(true), "#eeeeee"],
       [new THREE.TorusGeometry(EYE.r * 1.05, 0.014, 6, 24, Math.PI).rotateX(Math.PI / 2), "#1d1412"]]), paint);
-    this.loLids = inst(merge([[lid(false), "#eeeeee"]]), paint);
+    f.loLids = inst(merge([[lid(false), "#eeeeee"]]), paint);
     const sparks = [];
-    for (const { side, c } of this._sockets) {
+    for (const { side, c } of f.sockets) {
       for (const [dx, dy, rr] of [[-0.045, 0.05, 0.02], [0.035, -0.035, 0.009]]) {
         sparks.push([new THREE.SphereGeometry(rr, 8, 6).scale(1, 1, 0.25) // flat, so a closing lid covers it
           .lookAt(new THREE.Vector3(dx, dy, EYE.r)).translate(dx, dy, Math.sqrt(EYE.r ** 2 - dx * dx - dy * dy) + 0.001)
@@ -246,19 +259,18 @@ export class Avatar {
     }
     head.add(new THREE.Mesh(merge(sparks), new THREE.MeshBasicMaterial({ color: "#ffffff" })));
 
-    const mouth = buildMouth({ y0: MOUTH_Y, surf, skinColor: SKIN, material: mat, visemes: this.visemes });
+    const mouth = buildMouth({ y0: MOUTH_Y, surf, skinColor: look.skin, material: mat, visemes: this.visemes });
     head.add(mouth.group);
-    this.mouthMeshes = mouth.meshes;
-    this._dummy = new THREE.Object3D();
-    this._dummy.rotation.order = "YXZ";
+    f.mouthMeshes = mouth.meshes;
+    return f;
   }
 
-  // Poses both eyes (gaze ex, ey) and their lids (rotation about each eye's x axis).
-  _placeEyes(ex, ey, up, lo) {
+  // Poses a figure's eyes (gaze ex, ey) and their lids (rotation about each eye's x axis).
+  _placeEyes(f, ex, ey, up, lo) {
     const d = this._dummy;
-    this._sockets.forEach(({ side, c }, i) => {
+    f.sockets.forEach(({ side, c }, i) => {
       d.position.copy(c);
-      for (const [m, rx, ry] of [[this.eyeMesh, ex, ey], [this.upLids, up, 0], [this.loLids, lo, 0]]) {
+      for (const [m, rx, ry] of [[f.eyeMesh, ex, ey], [f.upLids, up, 0], [f.loLids, lo, 0]]) {
         d.rotation.x = rx; d.rotation.y = side * 0.12 + ry; d.updateMatrix();
         m.setMatrixAt(i, d.matrix); m.instanceMatrix.needsUpdate = true;
       }
@@ -301,28 +313,44 @@ export class Avatar {
     return new THREE.MeshMatcapMaterial({ matcap: tex, ...props });
   }
 
-  setVisemes(weights) {
+  /** The weights {viseme: 0..1} of figure `index` (the first when not given). */
+  setVisemes(weights, index = 0) {
+    const f = this.figures[index];
+    if (!f) return;
     const w = weights || {};
     for (let i = 0; i < this.visemes.length; i++) {
       const v = Number(w[this.visemes[i]]);
-      this._weights[i] = Number.isFinite(v) ? Math.min(1, Math.max(0, v)) : 0;
+      f.weights[i] = Number.isFinite(v) ? Math.min(1, Math.max(0, v)) : 0;
     }
+  }
+
+  /** Figure `index` is speaking (null: no one): it faces the viewer, the others turn to it. */
+  setSpeaking(index) {
+    this.speaking = Number.isInteger(index) && this.figures[index] ? index : null;
   }
 
   update(dtSeconds, nowSeconds) {
     const dt = Math.min(0.25, Math.max(0, Number(dtSeconds) || 0));
     const t = this._time = Number.isFinite(nowSeconds) ? nowSeconds : this._time + dt;
+    const speaker = this.speaking === null ? null : this.figures[this.speaking];
+    for (const f of this.figures) {
+      const listening = speaker && speaker !== f ? Math.sign(speaker.body.position.x - f.body.position.x) * TURN : 0;
+      f.turn += (listening - f.turn) * (1 - Math.exp(-dt * 4)); // a glance over a quarter second
+      this._idle(f, t + f.phase, dt);
+    }
+  }
 
+  _idle(f, t, dt) {
     // Idle: slow layered sway and breathing
-    this.rig.rotation.set(0.035 * Math.sin(0.43 * t + 0.5) + 0.015 * Math.sin(1.1 * t),
-      0.09 * Math.sin(0.31 * t) + 0.035 * Math.sin(0.83 * t + 1),
+    f.rig.rotation.set(0.035 * Math.sin(0.43 * t + 0.5) + 0.015 * Math.sin(1.1 * t),
+      0.09 * Math.sin(0.31 * t) + 0.035 * Math.sin(0.83 * t + 1) + f.turn,
       0.025 * Math.sin(0.27 * t + 2));
     const br = Math.sin((2 * Math.PI * t) / 4.2);
-    this.body.position.y = 0.012 * br;
-    this.body.scale.set(1 + 0.006 * br, 1, 1);
+    f.body.position.y = 0.012 * br;
+    f.body.scale.set(1 + 0.006 * br, 1, 1);
 
     // Saccades: jump to a new nearby gaze target now and then; eyes hold on the viewer
-    const g = this._gaze;
+    const g = f.gaze;
     if (t >= g.next || t < g.next - 10) {
       const away = Math.random() < 0.3;
       g.tx = (Math.random() * 2 - 1) * (away ? 0.22 : 0.07);
@@ -333,7 +361,7 @@ export class Avatar {
     g.x += (g.tx - g.x) * k; g.y += (g.ty - g.y) * k;
 
     // Blinks every 2-6 s (sometimes a double blink): 70 ms close, 110 ms open
-    const b = this._blink;
+    const b = f.blink;
     if (t < b.start - 1) { b.start = -1; b.next = t + 1; }
     if (b.start < 0 && t >= b.next) { b.start = t; b.double = Math.random() < 0.15; }
     let v = 0;
@@ -345,24 +373,26 @@ export class Avatar {
         v = 0;
       }
     }
-    this._setBlink(v);
+    this._setBlink(f, v);
   }
 
-  _setBlink(v) {
-    const g = this._gaze, r = this.rig.rotation, lerp = THREE.MathUtils.lerp;
-    this._blink.value = v;
-    this._placeEyes(-g.y - 0.6 * r.x, g.x - 0.6 * r.y, lerp(-0.74 + g.y * 0.8, 0.14, v), lerp(0.82, 0.2, v));
+  _setBlink(f, v) {
+    const g = f.gaze, r = f.rig.rotation, lerp = THREE.MathUtils.lerp;
+    f.blink.value = v;
+    this._placeEyes(f, -g.y - 0.6 * r.x, g.x - 0.6 * (r.y - f.turn), lerp(-0.74 + g.y * 0.8, 0.14, v), lerp(0.82, 0.2, v));
   }
 
   render() {
-    let open = 0;
-    for (let i = 0; i < this.visemes.length; i++) open += this._weights[i] * JAW_OPEN[this.visemes[i]];
-    this._mouthOpen = Math.min(1, Math.max(0, open));
-    if (this._cpuMorphs) this._blendOnCpu();
-    else {
-      for (const m of this.mouthMeshes) {
-        const inf = m.morphTargetInfluences;
-        for (let i = 0; i < this.visemes.length; i++) inf[i] = this._weights[i];
+    for (const f of this.figures) {
+      let open = 0;
+      for (let i = 0; i < this.visemes.length; i++) open += f.weights[i] * JAW_OPEN[this.visemes[i]];
+      f.mouthOpen = Math.min(1, Math.max(0, open));
+      if (f.cpuMorphs) this._blendOnCpu(f);
+      else {
+        for (const m of f.mouthMeshes) {
+          const inf = m.morphTargetInfluences;
+          for (let i = 0; i < this.visemes.length; i++) inf[i] = f.weights[i];
+        }
       }
     }
     this.renderer.render(this.scene, this.camera);
@@ -373,28 +403,28 @@ export class Avatar {
   // a core there, as much as the rest of the figure. The mouth is blended here instead, from
   // the targets in use (two or three), and drawn as plain geometry. The same sum three.js
   // forms for absolute targets: base·(1 − Σw) + Σ w·target.
-  _morphOnCpu() {
-    this._cpuMorphs = [];
-    for (const m of this.mouthMeshes) {
+  _morphOnCpu(f) {
+    f.cpuMorphs = [];
+    for (const m of f.mouthMeshes) {
       const g = m.geometry;
       for (const name of Object.keys(g.morphAttributes)) {
         const attr = g.getAttribute(name);
-        this._cpuMorphs.push({ attr, base: attr.array.slice(), targets: g.morphAttributes[name].map((a) => a.array) });
+        f.cpuMorphs.push({ attr, base: attr.array.slice(), targets: g.morphAttributes[name].map((a) => a.array) });
       }
       g.morphAttributes = {};
       m.morphTargetInfluences = undefined;
       m.morphTargetDictionary = undefined;
     }
-    this._blended = new Float32Array(this.visemes.length).fill(-1);
+    f.blended = new Float32Array(this.visemes.length).fill(-1);
   }
 
-  _blendOnCpu() {
-    const w = this._weights;
-    if (w.every((x, i) => x === this._blended[i])) return; // the mouth holds still: nothing to upload
-    this._blended.set(w);
+  _blendOnCpu(f) {
+    const w = f.weights;
+    if (w.every((x, i) => x === f.blended[i])) return; // the mouth holds still: nothing to upload
+    f.blended.set(w);
     let sum = 0;
     for (let i = 0; i < w.length; i++) sum += w[i];
-    for (const { attr, base, targets } of this._cpuMorphs) {
+    for (const { attr, base, targets } of f.cpuMorphs) {
       const out = attr.array;
       for (let j = 0; j < out.length; j++) out[j] = base[j] * (1 - sum);
       for (let i = 0; i < w.length; i++) {
@@ -406,7 +436,11 @@ export class Avatar {
     }
   }
 
-  get mouthOpen() { return this._mouthOpen; }
+  /** How open the widest mouth on the stage is (0..1). */
+  get mouthOpen() { return Math.max(...this.figures.map((f) => f.mouthOpen)); }
+
+  /** How open figure `index`'s mouth is (0..1). */
+  mouthOpenOf(index) { return this.figures[index]?.mouthOpen ?? 0; }
 
   /** Render at this fraction of the display's resolution (the page lowers it when frames run late). */
   setResolutionScale(scale) {
@@ -418,9 +452,10 @@ export class Avatar {
     const c = this.canvas, w = Math.max(1, c.clientWidth || c.width), h = Math.max(1, c.clientHeight || c.height);
     this.renderer.setPixelRatio(Math.min(2, globalThis.devicePixelRatio || 1) * (this.scale ?? 1));
     this.renderer.setSize(w, h, false);
-    const cam = this.camera, dist = 7, aspect = w / h;
-    // Keep head and shoulders in frame: 3 units tall, at least 2.8 wide (narrow canvases).
-    const half = Math.max(1.5, 1.4 / aspect);
+    const cam = this.camera, dist = 7 + 2 * (this.figures.length - 1), aspect = w / h;
+    // Keep heads and shoulders in frame: 3 units tall, at least 2.8 wide a figure (narrow canvases).
+    const halfWidth = 1.4 + (SPACING / 2) * (this.figures.length - 1);
+    const half = Math.max(1.5, halfWidth / aspect);
     cam.fov = THREE.MathUtils.radToDeg(2 * Math.atan(half / dist));
     cam.aspect = aspect;
     cam.position.set(0, -0.1, dist);

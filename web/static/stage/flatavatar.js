@@ -1,23 +1,30 @@
-// The avatar drawn in Canvas 2D: where WebGL is unavailable (and the render fallback).
-// Same interface as Avatar; the mouth opens by the same per-viseme jaw amounts.
+// The cast drawn in Canvas 2D: where WebGL is unavailable (and the render fallback). Same
+// interface as Avatar; each face side by side, in its look's skin, its mouth opening by the
+// same per-viseme jaw amounts.
 
 import { JAW_OPEN } from "./avatar.js";
 
 const WIDE = { E: 1, I: 1, SS: 0.8, CH: 0.2, O: 0.1, U: 0, aa: 0.6 };
+const SKIN = "#e8b894";
 
 export class FlatAvatar {
-  constructor(canvas) {
+  // cast: [{name, look}] (the page's facts), one face each, left to right
+  constructor(canvas, cast = []) {
     this.canvas = canvas;
     this.g = canvas.getContext("2d");
-    this.weights = {};
-    this.open = 0;
+    this.faces = (cast.length ? cast : [{}]).map((c) => ({ skin: c.look?.skin ?? SKIN, weights: {}, open: 0 }));
+    this.speaking = null;
     this.blink = 0;
     this.nextBlink = 2;
     this.resize();
   }
 
-  setVisemes(weights) {
-    this.weights = weights;
+  setVisemes(weights, index = 0) {
+    if (this.faces[index]) this.faces[index].weights = weights;
+  }
+
+  setSpeaking(index) {
+    this.speaking = Number.isInteger(index) && this.faces[index] ? index : null;
   }
 
   update(dt, now) {
@@ -33,18 +40,23 @@ export class FlatAvatar {
     const { g, canvas } = this;
     const w = canvas.width;
     const h = canvas.height;
-    const r = Math.min(w, h) * 0.3;
-    const cx = w / 2;
-    const cy = h / 2 + Math.sin((this.now ?? 0) * 0.8) * r * 0.01;
+    g.clearRect(0, 0, w, h);
+    const n = this.faces.length;
+    this.faces.forEach((face, i) => this.#face(face, (w * (i + 0.5)) / n, h / 2, Math.min(w / n, h) * 0.3, i));
+  }
+
+  #face(face, cx, cy0, r, index) {
+    const { g } = this;
+    const cy = cy0 + Math.sin((this.now ?? 0) * 0.8 + index) * r * 0.01;
     let open = 0;
     let wide = 0;
-    for (const [v, x] of Object.entries(this.weights)) {
+    for (const [v, x] of Object.entries(face.weights)) {
       open += x * (JAW_OPEN[v] ?? 0);
       wide += x * (WIDE[v] ?? 0.4);
     }
-    this.open = Math.min(1, open);
-    g.clearRect(0, 0, w, h);
-    g.fillStyle = "#e8b894";
+    face.open = Math.min(1, open);
+    g.globalAlpha = this.speaking === null || this.speaking === index ? 1 : 0.75; // the speaker lit
+    g.fillStyle = face.skin;
     g.beginPath();
     g.ellipse(cx, cy, r * 0.8, r, 0, 0, Math.PI * 2);
     g.fill();
@@ -57,12 +69,17 @@ export class FlatAvatar {
     }
     g.fillStyle = "#5a1f24";
     g.beginPath();
-    g.ellipse(cx, cy + r * 0.45, r * (0.18 + 0.1 * Math.min(1, wide)), Math.max(1.5, r * 0.2 * this.open), 0, 0, Math.PI * 2);
+    g.ellipse(cx, cy + r * 0.45, r * (0.18 + 0.1 * Math.min(1, wide)), Math.max(1.5, r * 0.2 * face.open), 0, 0, Math.PI * 2);
     g.fill();
+    g.globalAlpha = 1;
   }
 
   get mouthOpen() {
-    return this.open;
+    return Math.max(...this.faces.map((f) => f.open));
+  }
+
+  mouthOpenOf(index) {
+    return this.faces[index]?.open ?? 0;
   }
 
   resize() {

@@ -27,7 +27,11 @@ export class FrameLoop {
     const { loud, quiet } = facts.onsets;
     Object.assign(this, { sampleRate, avatar, hearing, timesync, leadMs, calibrate, showCaption });
     this.visemes = new VisemeTrack({ sampleRate, holdMs });
-    this.mouth = new MouthBlend();
+    this.mouth = new MouthBlend(); // every voice's: what the page measures and reports
+    // the cast, left to right: each figure's own mouth follows its own role's visemes
+    this.cast = (facts.cast ?? []).map((c) => c.name);
+    this.mouths = this.cast.map(() => new MouthBlend());
+    this.voiced = null; // {index, at}: the figure last heard speaking, and when
     this.captions = new CaptionTrack({ sampleRate });
     this.calibration = new OnsetCalibration({ sampleRate, loud, quiet });
     this.playhead = new Playhead({ sampleRate });
@@ -47,11 +51,11 @@ export class FrameLoop {
 
   /** A `visemes`, `utterance` or `interrupt` event of the show. */
   event(name, data) {
-    if (name === "visemes") this.stopped.has(data.utterance_id) || this.visemes.add(data);
+    if (name === "visemes") this.stopped.has(data.utterance_id) || this.visemes.add(this.#cast(data));
     else if (name === "utterance") this.stopped.has(data.id) || this.#heardNext(data);
     else if (name === "interrupt") {
       for (const id of data.utterances ?? []) this.stopped.add(id);
-      const role = data.role ?? null;
+      const role = data.role == null ? null : this.#cast(data).role;
       const at = role === null ? this.#duckUntil(data) : data.at_sample;
       this.visemes.cut(at, role);
       this.captions.cut(at, role);
@@ -74,6 +78,8 @@ export class FrameLoop {
     this.captions.clear();
     this.playhead.reset();
     this.mouth.reset();
+    for (const m of this.mouths) m.reset();
+    this.voiced = null;
     this.hearing.detach();
     this.clock = null;
   }
@@ -91,6 +97,12 @@ export class FrameLoop {
     this.duck = { at: data.at_sample, next: null };
     this.hearing.duck();
     return Math.min(lastHeard, data.at_sample);
+  }
+
+  // An event whose role the page has no figure for is the first figure's to speak.
+  #cast(data) {
+    if (this.cast.length === 0 || this.cast.includes(data.role)) return data;
+    return { ...data, role: this.cast[0] };
   }
 
   #heardNext(phrase) {
@@ -150,10 +162,16 @@ export class FrameLoop {
     // the timeline is read ahead by the easing's lag, so easing widens a transition, not delays it
     const ahead = (mouth.leadMs(errorMs, displayMs) * this.sampleRate) / 1000;
     const drawn = mouth.step(sample === null ? {} : visemes.weightsAt(sample + ahead), errorMs, dt);
-    avatar.setVisemes(drawn);
+    const shown = sample === null ? null : visemes.frameAt(sample);
+    if (this.cast.length > 1) {
+      this.cast.forEach((role, i) => {
+        const own = sample === null ? {} : visemes.weightsAt(sample + ahead, role);
+        avatar.setVisemes(this.mouths[i].step(own, errorMs, dt), i);
+      });
+      avatar.setSpeaking(this.#speaker(shown, now));
+    } else avatar.setVisemes(drawn);
     avatar.update(dt / 1000, now / 1000);
     avatar.render();
-    const shown = sample === null ? null : visemes.frameAt(sample);
     // the sample heard now (docs/api.md: `state().current_sample`); the mouth shows `sample`, a little ahead
     this.heard = { sample: clock ? clock.sampleAt(performance.now()) : null, viseme: shown?.viseme ?? "sil", mouth: avatar.mouthOpen };
     this.drawnLast = null;
@@ -166,6 +184,14 @@ export class FrameLoop {
     const ended = performance.now();
     presentation.done(ended - begun);
     if (this.drawnLast) this.drawnLast.ended = ended;
+  }
+
+  // The figure speaking: the one whose voice is heard, kept through the pauses between its
+  // words (800 ms), so that the others do not turn away and back at every comma.
+  #speaker(shown, now) {
+    const index = shown && shown.viseme !== "sil" ? this.cast.indexOf(shown.role) : -1;
+    if (index >= 0) this.voiced = { index, at: now };
+    return this.voiced && now - this.voiced.at < 800 ? this.voiced.index : null;
   }
 
   // The picture of a viseme appears when its first frame is seen, though the frame was drawn

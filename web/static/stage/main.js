@@ -32,10 +32,10 @@ const DETAIL = ((d) => (d >= 0.2 && d <= 1 ? d : null))(Number(params.get("detai
 const LATENCY_HINT = latencyHint(params.get("latency"));
 const $ = (id) => document.getElementById(id);
 
-const options = { visemes: facts.visemes, ...(DETAIL === null ? {} : { detail: DETAIL }) };
+const options = { visemes: facts.visemes, cast: facts.cast, ...(DETAIL === null ? {} : { detail: DETAIL }) };
 const figure = new Figure($("avatar"), {
   webgl: (el) => new Avatar(el, options),
-  canvas2d: (el) => new FlatAvatar(el),
+  canvas2d: (el) => new FlatAvatar(el, facts.cast),
 });
 const hearing = new Hearing($("stage-audio"), { latencyHint: LATENCY_HINT, sampleRate: facts.sample_rate });
 const timesync = new TimeSync((event, data) => link.call(event, data));
@@ -129,6 +129,8 @@ function state() {
     current_sample: heard.sample,
     viseme: heard.viseme,
     mouth_open: heard.mouth,
+    // each character's own mouth, by role (the cast's figures, left to right)
+    mouths: Object.fromEntries(loop.cast.map((role, i) => [role, figure.avatar.mouthOpenOf(i)])),
     renderer: figure.renderer,
     fps: frames.fps(),
   };

@@ -126,16 +126,17 @@ export class VisemeTrack {
    * on its start (a shorter one after silence: `onsetBlendMs`) and out over one centred on its
    * end (a held frame: from its end to its held end, see `hold`), so neighbours crossfade
    * linearly; where a held frame overlaps its followers the weights are scaled to sum to one.
-   * Silence frames weigh nothing, so the mouth rests in pauses.
+   * Silence frames weigh nothing, so the mouth rests in pauses. With `role`, of that role's
+   * frames only: its own mouth (where two roles overlap, each follows its own voice).
    */
-  weightsAt(s) {
+  weightsAt(s, role = undefined) {
     const weights = {};
     const half = this.blend / 2;
     let held = false;
     for (let i = this.#firstNear(s); i < this.frames.length; i++) {
       const f = this.frames[i];
       if (f.start - half > s) break;
-      if (f.viseme === "sil") continue;
+      if (f.viseme === "sil" || (role !== undefined && f.role !== role)) continue;
       const end = this.#heldEnd(i);
       if (end + half <= s) continue;
       const fade = Math.min(half, (f.end - f.start) / 2) || 1;
@@ -172,6 +173,7 @@ export class VisemeTrack {
     let end = f.end;
     for (let j = i + 1; j < this.frames.length && end < want; j++) {
       const g = this.frames[j];
+      if (g.role !== f.role) continue; // another voice's, overlapping: not this mouth's
       if (g.viseme === "sil" || g.start > end) break;
       end = Math.max(end, g.end);
     }
