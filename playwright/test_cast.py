@@ -1,14 +1,17 @@
 """The cast in real Chromium: a scene of two characters, the second coming in over the end of
 the first; each figure's mouth moves over its own character's speech only, and rests while the
-other one speaks."""
+other one speaks; the page's lip-sync figures come back by role."""
 
 from __future__ import annotations
+
+import time
 
 from conftest import Host, screenshot, until_final
 
 from server.bench.browser import now_ms, open_stage, probe, records
 from server.bench.inprocess import LiveServer
 from server.bench.lipsync_figures import OPEN
+from server.keys import METRICS
 
 EDGE = 4800  # 100 ms of samples either side of a span: the mouth eases in and out there
 SCENE = {
@@ -25,6 +28,23 @@ def _spans(host: Host, ids: list[str]) -> dict[str, tuple[int, int]]:
     assert status == 200, snap
     mine = {u["id"]: u for u in snap["recent"] if u["id"] in ids}
     return {u["role"]: (u["start_sample"], u["end_sample"]) for u in mine.values()}
+
+
+def _role_lipsync(show: LiveServer, roles: tuple[str, ...], timeout: float = 12.0) -> dict:
+    """How many viseme onsets of each role the pages have reported (client_stats, every 5 s)."""
+    metrics = show.app[METRICS]
+    deadline = time.monotonic() + timeout
+    while True:
+        counts = {
+            role: metrics.registry.get_sample_value(
+                "allnighter_role_lipsync_offset_ms_count", {"role": role}
+            )
+            or 0
+            for role in roles
+        }
+        if all(c >= 3 for c in counts.values()) or time.monotonic() > deadline:
+            return counts
+        time.sleep(0.5)
 
 
 def test_each_figure_mouths_its_own_characters_lines_only(browser, show: LiveServer, host: Host):
@@ -46,8 +66,12 @@ def test_each_figure_mouths_its_own_characters_lines_only(browser, show: LiveSer
         page.wait_for_timeout(1500)  # the scene plays out
         spans = _spans(host, ids)
         recs = [r for r in records(page, t0) if r["sample"] is not None and r["mouths"]]
+        per_role = _role_lipsync(show, ("nova", "orion"))
     finally:
         page.close()
+
+    # the page's lip-sync figures came back per role: each figure's own mouth was measured
+    assert all(count >= 3 for count in per_role.values()), per_role
 
     assert set(spans) == {"nova", "orion"}, spans
     (nova_at, nova_end), (orion_at, orion_end) = spans["nova"], spans["orion"]

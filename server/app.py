@@ -93,6 +93,7 @@ def build_app(
         replay=live.upcoming,  # a joining viewer hears of the speech still to come
         utterance_onset=live.viewer_onset,  # when a viewer heard and saw a line start
         logbook=logbook,  # the chat the host picks from survives a restart
+        roles=[r.name for r in cfg.roles],
     )
     signals.sio.attach(app)
     app[SIGNALS] = signals

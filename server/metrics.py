@@ -119,6 +119,13 @@ class Metrics:
             ["viewer"],
             registry=r,
         )
+        self.role_lipsync = BatchHistogram(
+            "allnighter_role_lipsync_offset_ms",
+            "Picture minus sound at each viseme onset drawn, by the role whose mouth it is",
+            LIPSYNC_BUCKETS,
+            ["role"],
+            registry=r,
+        )
         self.frame_jitter = Histogram(
             "allnighter_frame_jitter_ms",
             "Viewers' animation frame jitter (p99 of each report)",

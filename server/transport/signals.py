@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import socketio
@@ -29,6 +29,7 @@ from .viewerinput import (
     UTTERANCE_ONSETS_PER_REPORT,
     finite,
     plain_text,
+    valid_onset_roles,
     valid_utterance_onsets,
     within,
 )
@@ -67,7 +68,9 @@ class Signals:
         replay: Callable[[], list[tuple[str, dict]]] = list,
         utterance_onset: Callable[[str, dict], None] = lambda sid, onset: None,
         logbook: Logbook | None = None,
+        roles: Sequence[str] = (),
     ) -> None:
+        self.roles = set(roles)  # the cast: lip-sync is kept per role for these names only
         self.sio = socketio.AsyncServer(
             async_mode="aiohttp",
             cors_allowed_origins=same_origin_or(allowed_origins),
@@ -85,7 +88,6 @@ class Signals:
         self.client_stats: dict[str, dict] = {}
         self.onsets: dict[str, deque[float]] = {}  # each viewer's latest lip-sync offsets (ms)
         # the last viewer chat messages {"id", "from", "text", "time" (ms, fused clock)}: the
-        # host picks from them which ones a character answers
         # host picks from them which ones a character answers; kept in the logbook, so a
         # restart keeps them too
         self.logbook = logbook
@@ -204,6 +206,12 @@ class Signals:
         onsets = data.get("lipsync_onsets_ms", [])
         if not isinstance(onsets, list) or len(onsets) > ONSETS_PER_REPORT:
             return error(f"lipsync_onsets_ms must be a list of at most {ONSETS_PER_REPORT}")
+        roles = data.get("lipsync_onset_roles")
+        if roles is not None and not valid_onset_roles(roles, len(onsets)):
+            return error(
+                "lipsync_onset_roles must be a list as long as lipsync_onsets_ms, each a role's"
+                f" name (a string of at most {UTTERANCE_ID_CHARS}) or null"
+            )
         utterance_onsets = data.get("utterance_onsets", [])
         if not valid_utterance_onsets(utterance_onsets, self.clock.now_ms()):
             return error(
@@ -220,6 +228,7 @@ class Signals:
         if finite(jitter := stats.get("frame_jitter_ms")):
             self.metrics.frame_jitter.observe(jitter)
         plausible = [ms for ms in onsets if within(ms, ONSET_RANGE_MS)]
+        self._by_role(onsets, roles or [])
         self.metrics.lipsync.observe_many(plausible)
         self.metrics.viewer_lipsync.observe_many(plausible, (sid,))
         self.onsets.setdefault(sid, deque(maxlen=ONSETS_KEPT)).extend(plausible)
@@ -228,6 +237,16 @@ class Signals:
         for listen in self.report_listeners:
             listen(sid, data)
         return {"ok": True}
+
+    def _by_role(self, onsets: list, roles: list) -> None:
+        """Each role's own lip-sync: the onsets its visemes were drawn at (the cast's roles
+        only, so a page cannot make up labels)."""
+        mine: dict[str, list[float]] = {}
+        for ms, role in zip(onsets, roles, strict=False):
+            if role in self.roles and within(ms, ONSET_RANGE_MS):
+                mine.setdefault(role, []).append(ms)
+        for role, kept in mine.items():
+            self.metrics.role_lipsync.observe_many(kept, (role,))
 
 
 def same_origin_or(allowed: list[str]) -> Callable[[str, dict], bool]:

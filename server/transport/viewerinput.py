@@ -49,6 +49,15 @@ def plain_text(text: str) -> str:
     )
 
 
+def valid_onset_roles(value: Any, onsets: int) -> bool:
+    """A page's `lipsync_onset_roles`: the role of each of its `onsets` lip-sync offsets."""
+    return (
+        isinstance(value, list)
+        and len(value) == onsets
+        and all(r is None or isinstance(r, str) and len(r) <= UTTERANCE_ID_CHARS for r in value)
+    )
+
+
 def valid_utterance_onsets(value: Any, now_ms: float) -> bool:
     """A page's `utterance_onsets`: where and when it drew each utterance's first voiced
     viseme, on the server's clock (`now_ms`) as the page reads it."""

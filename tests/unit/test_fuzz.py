@@ -101,6 +101,8 @@ BODIES = {
     "/api/v1/interrupt": shaped("role"),
     "/api/v1/offer": shaped("sdp", "type"),
     "/api/v1/chat/answer": shaped("id", "role"),
+    "/api/v1/scene": shaped("lines", "conversation"),
+    "/api/v1/dub": shaped("lines", "format"),
 }
 
 
@@ -136,6 +138,7 @@ EVENTS = {
         "output_latency_ms",
         "output_latency_source",
         "lipsync_onsets_ms",
+        "lipsync_onset_roles",
         "utterance_onsets",
     ),
     "no_such_event": json_values,

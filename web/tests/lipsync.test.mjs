@@ -339,3 +339,16 @@ test("where two roles overlap, each mouth follows its own voice and holds only i
   assert.deepEqual(t.weightsAt(400 * MS, "nova"), {});
   assert.ok(t.weightsAt(400 * MS, "orion").E > 0.5); // under its own O, held
 });
+
+test("a report carries each lip-sync offset with the role whose mouth it was", () => {
+  const m = new DrawnOnsets({ sampleRate });
+  const frame = (start, viseme, role) => ({ start, viseme, role, utterance_id: role });
+  m.frame(frame(0, "aa", "nova"), MS);
+  m.frame(frame(100 * MS, "E", "orion"), 102 * MS);
+  m.frame(frame(200 * MS, "O"), 203 * MS); // an event without a role
+  const report = m.report();
+  assert.deepEqual(report.lipsync_onsets_ms, [1, 2, 3]);
+  assert.deepEqual(report.lipsync_onset_roles, ["nova", "orion", null]);
+  assert.equal(report.utterance_onsets.length, 0, "no server clock yet: no utterance times");
+  assert.deepEqual(m.report().lipsync_onset_roles, [], "taken once");
+});

@@ -190,6 +190,30 @@ def test_pages_lipsync_onsets_reach_the_histograms_and_the_desk(tone_server):
     assert "allnighter_frame_jitter_ms_count" in metrics
 
 
+def test_each_roles_own_lipsync_is_kept_apart_and_made_up_roles_are_not(tone_server):
+    onsets = [3.0, 5.0, -4.0, 7.0, 1.0]
+    roles = ["nova", "orion", "orion", "<nobody>", None]
+
+    async def run():
+        c = socketio.AsyncClient()
+        await c.connect(tone_server.url)
+        ok = await c.call(
+            "client_stats", {"lipsync_onsets_ms": onsets, "lipsync_onset_roles": roles}
+        )
+        short = await c.call(
+            "client_stats", {"lipsync_onsets_ms": onsets, "lipsync_onset_roles": roles[:2]}
+        )
+        await c.disconnect()
+        return ok, short, await page_text(tone_server, "/metrics")
+
+    ok, short, metrics = asyncio.run(run())
+    assert ok == {"ok": True}
+    assert not short["ok"] and "as long as" in short["error"]
+    assert 'allnighter_role_lipsync_offset_ms_count{role="nova"} 1.0' in metrics
+    assert 'allnighter_role_lipsync_offset_ms_count{role="orion"} 2.0' in metrics
+    assert "nobody" not in metrics
+
+
 def test_pages_output_latency_reaches_the_desk_and_nonsense_is_dropped(tone_server):
     """Three pages: two know their device's latency (42 and 746 ms), one cannot; a fourth sends
     figures no device has, and they are not kept."""

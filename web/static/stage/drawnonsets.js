@@ -22,6 +22,7 @@ export class DrawnOnsets {
     this.maxUtterances = maxUtterances;
     this.shown = null; // the frame last counted
     this.pending = [];
+    this.roles = []; // whose mouth each pending offset is: the role of the viseme drawn
     this.utterances = []; // {id, sample, heard_ms, drawn_ms}
     this.drawnUtterances = new RecentSet(256); // ids whose first voiced frame has been drawn
   }
@@ -37,7 +38,10 @@ export class DrawnOnsets {
     if (!f || f === this.shown || f.viseme === "sil") return;
     this.shown = f;
     const offset = (s - f.start) / this.perMs + correctionMs;
-    if (this.pending.length < this.max) this.pending.push(offset);
+    if (this.pending.length < this.max) {
+      this.pending.push(offset);
+      this.roles.push(typeof f.role === "string" ? f.role : null);
+    }
     this.#firstOfUtterance(f, offset, serverMs);
   }
 
@@ -55,7 +59,14 @@ export class DrawnOnsets {
   take() {
     const out = this.pending;
     this.pending = [];
+    this.roles = [];
     return out;
+  }
+
+  /** A report's figures: the offsets since the last, each one's role, and the utterances' first frames. */
+  report() {
+    const roles = this.roles;
+    return { lipsync_onsets_ms: this.take(), lipsync_onset_roles: roles, utterance_onsets: this.takeUtterances() };
   }
 
   /** The utterances' first voiced frames drawn since the last call. */

@@ -160,10 +160,10 @@ function stats() {
 window.allnighter = { state, stats, output: () => hearing.tap.stream, heard: () => hearing.nodes() };
 window.addEventListener("resize", () => figure.avatar.resize());
 // each report also carries the lip-sync offsets drawn since the last one (picture − sound, ms)
-// and when each utterance's first voiced viseme was heard and seen (server clock)
+// with whose mouth each was, and when each utterance's first voiced viseme was heard and seen
+// (server clock)
 setInterval(() => {
-  const report = { lipsync_onsets_ms: loop.onsets.take(), utterance_onsets: loop.onsets.takeUtterances() };
-  link.send("client_stats", { ...stats(), ...report });
+  link.send("client_stats", { ...stats(), ...loop.onsets.report() });
 }, STATS_PERIOD_MS);
 const budget = new RenderBudget();
 watchRenderBudget();
