@@ -40,7 +40,8 @@ CREATE TABLE IF NOT EXISTS utterances (
     state TEXT NOT NULL,
     accepted_ms REAL NOT NULL,
     restarts INTEGER NOT NULL DEFAULT 0,
-    record TEXT
+    record TEXT,
+    scene TEXT
 );
 CREATE INDEX IF NOT EXISTS utterances_state ON utterances (state);
 CREATE TABLE IF NOT EXISTS chat (
@@ -59,16 +60,30 @@ class Logbook:
         self.keep_utterances, self.keep_chat = keep_utterances, keep_chat
         self._db = open_db(path)  # every write its own transaction, done when the call returns
         self._db.executescript(_SCHEMA)
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(utterances)")}
+        if "scene" not in columns:  # a logbook from before scenes: its rows have none
+            self._db.execute("ALTER TABLE utterances ADD COLUMN scene TEXT")
         self._writes = 0
         self.errors = 0  # writes that failed
         self.trim()
 
     # ---- utterances ----------------------------------------------------------------------
-    def accepted(self, utt_id: str, role: str, mode: str, text: str, accepted_ms: float) -> None:
+    def accepted(
+        self,
+        utt_id: str,
+        role: str,
+        mode: str,
+        text: str,
+        accepted_ms: float,
+        scene: dict[str, Any] | None = None,
+    ) -> None:
+        """`scene`: a scene's line's place in it (the line it follows, its overlap, the turn
+        it answers), for its order after a restart."""
+        scene_json = None if scene is None else json.dumps(scene, allow_nan=False)
         self._write(
-            "INSERT OR IGNORE INTO utterances (id, role, mode, text, state, accepted_ms)"
-            " VALUES (?, ?, ?, ?, 'queued', ?)",
-            (utt_id, role, mode, text, accepted_ms),
+            "INSERT OR IGNORE INTO utterances (id, role, mode, text, state, accepted_ms, scene)"
+            " VALUES (?, ?, ?, ?, 'queued', ?, ?)",
+            (utt_id, role, mode, text, accepted_ms, scene_json),
         )
 
     def changed(self, utt_id: str, state: str, record: dict[str, Any] | None = None) -> None:
@@ -88,14 +103,18 @@ class Logbook:
 
     def unfinished(self) -> list[dict[str, Any]]:
         """Utterances left unfinished, in the order they were accepted: {id, role, mode, text,
-        state, accepted_ms, restarts (how many restarts found it unfinished before)}."""
+        state, accepted_ms, restarts (how many restarts found it unfinished before), scene
+        (a scene's line: {after, overlap_ms, reply_to}; else None)}."""
         rows = self._db.execute(
-            "SELECT id, role, mode, text, state, accepted_ms, restarts FROM utterances"
+            "SELECT id, role, mode, text, state, accepted_ms, restarts, scene FROM utterances"
             f" WHERE state IN ({', '.join('?' * len(UNFINISHED))}) ORDER BY seq",
             UNFINISHED,
         ).fetchall()
-        keys = ("id", "role", "mode", "text", "state", "accepted_ms", "restarts")
-        return [dict(zip(keys, row, strict=True)) for row in rows]
+        keys = ("id", "role", "mode", "text", "state", "accepted_ms", "restarts", "scene")
+        out = [dict(zip(keys, row, strict=True)) for row in rows]
+        for row in out:
+            row["scene"] = json.loads(row["scene"]) if row["scene"] else None
+        return out
 
     def finished(self, n: int) -> list[dict[str, Any]]:
         """The records of the last `n` finished utterances, oldest first."""

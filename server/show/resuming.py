@@ -1,6 +1,8 @@
 """After a restart: the stage takes up what the logbook kept (server/logbook.py), before its
 worker starts. What no viewer heard is spoken from its start; what was on the air, or in the
-works at the restart before too, is reported failed, with why."""
+works at the restart before too, is reported failed, with why. A scene's lines keep their
+order (each names the line it follows) and their overlaps; a conversation's turn whose turn
+before was finished before the restart is asked its topic alone."""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ def resume(
         character = role_of(row["role"])
         utt = Utterance(row["text"], row["role"], row["mode"], id=row["id"])
         utt.character = character or utt.character
+        utt.take_place(row.get("scene"))  # a scene's line keeps its order and its overlap
         stage.history.append(utt)
         if row["state"] == "on_air":
             why = "the server stopped while it was being spoken"

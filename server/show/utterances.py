@@ -108,6 +108,19 @@ class Utterance:
     error: str | None = None
     cross_modal: CrossModal = field(default_factory=CrossModal)
 
+    def scene_place(self) -> dict | None:
+        """Its place in a scene, as the logbook keeps it (None: not a scene's line)."""
+        if self.after is None and self.reply_to is None and not self.overlap_s:
+            return None
+        overlap_ms = round(self.overlap_s * 1000)
+        return {"after": self.after, "overlap_ms": overlap_ms, "reply_to": self.reply_to}
+
+    def take_place(self, scene: dict | None) -> None:
+        """Back in its scene after a restart (`scene`: what scene_place gave)."""
+        if scene:
+            self.after, self.reply_to = scene.get("after"), scene.get("reply_to")
+            self.overlap_s = (scene.get("overlap_ms") or 0) / 1000
+
     @property
     def spoken_text(self) -> str:
         return " ".join(self.phrases)
@@ -169,7 +182,9 @@ class Outcomes:
     def accepted(self, utt: Utterance) -> None:
         self.metrics.accepted.inc()
         if self.logbook is not None:
-            self.logbook.accepted(utt.id, utt.role, utt.mode, utt.text, time.time() * 1000)
+            accepted_ms = time.time() * 1000
+            scene = utt.scene_place()
+            self.logbook.accepted(utt.id, utt.role, utt.mode, utt.text, accepted_ms, scene)
 
     def speaking(self, utt: Utterance) -> None:
         utt.state = UtteranceState.SPEAKING

@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import socketio
 
 from server.bench.inprocess import LiveServer, free_port, request, say, until_final
-from server.config import load_config
+from server.config import RoleConfig, load_config
 from server.keys import LIVE
 from server.loading import Models
 from server.logbook import Logbook
@@ -153,3 +153,38 @@ def test_a_clean_stop_keeps_the_queue_for_the_next_start(tmp_path):
         srv.stop()
     assert first["state"] == "failed" and "stopped while" in first["error"], first
     assert [u["state"] for u in rest] == ["done", "done"], rest
+
+
+def test_a_scene_queued_at_a_restart_keeps_its_order_and_overlap(tmp_path):
+    cfg = load_config(None, env={"ALLNIGHTER_HOST_TOKEN": TOKEN})
+    cfg.logbook.path = str(tmp_path / "logbook.sqlite")
+    cfg.roles = [RoleConfig(name="light", weight=1.0), RoleConfig(name="heavy", weight=8.0)]
+    scene = {
+        "lines": [
+            {"role": "light", "text": "first of the scene"},
+            {"role": "heavy", "text": "second of the scene", "overlap_ms": 200},
+            {"role": "light", "text": "third of the scene"},
+        ]
+    }
+    srv = LiveServer(cfg, Models(WordsLLM(), ToneTTS(word_s=0.3), None)).start()
+    try:
+        opener = srv.call(say(srv, "a line that holds the stage"))[1]["utterance_id"]
+        status, body = srv.call(request(srv, "POST", "/api/v1/scene", scene))
+        assert status == 202, body
+        ids = body["utterance_ids"]
+        stage = srv.app[LIVE].stage
+        first = next(u for u in stage.history if u.id == opener)
+        srv.call(wait_for(lambda: first.first_audio_at is not None))  # on the air
+    finally:
+        srv.stop()
+    srv = LiveServer(cfg, Models(WordsLLM(), ToneTTS(word_s=0.05, gap_s=0.02), None)).start()
+    try:
+        lines = [srv.call(until_final(srv, utt_id), 60) for utt_id in ids]
+    finally:
+        srv.stop()
+    assert [u["state"] for u in lines] == ["done"] * 3, lines
+    # the heavy role's line still waits for the light one before it, as the scene says
+    starts = [u["start_sample"] for u in lines]
+    assert starts == sorted(starts), lines
+    assert [u["overlap_ms"] for u in lines] == [0, 200, 0]
+    assert lines[1]["after"] == ids[0] and lines[2]["after"] == ids[1]
