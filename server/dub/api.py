@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import hmac
 import json
 import logging
 
 from aiohttp import web
 
 from ..config import Config
-from ..host.api import ApiError, read_json
+from ..host.api import ApiError, bearer_key, read_json
 from ..keys import CONFIG, LIVE, METRICS
 from ..media.mediaclock import SAMPLE_RATE
 from ..show.utterances import QueueFull
@@ -53,14 +52,8 @@ def setup(app: web.Application) -> None:
 def client_key(request: web.Request) -> str:
     """The key the request shows, if the config knows it (the host token counts as one)."""
     cfg: Config = request.app[CONFIG]
-    header = request.headers.get("Authorization", "")
-    given = header[7:].strip().encode("utf-8", "surrogateescape")
-    if header.startswith("Bearer ") and given:
-        for key in [*cfg.dub.api_keys, cfg.host_token]:
-            if hmac.compare_digest(given, key.encode()):
-                return key
-    request.app[METRICS].rejected.labels("auth").inc()
-    raise ApiError(401, "missing or unknown API key")
+    keys = [*cfg.dub.api_keys, cfg.host_token]
+    return bearer_key(request, keys, "missing or unknown API key")
 
 
 async def dub(request: web.Request) -> web.StreamResponse:

@@ -69,15 +69,22 @@ async def read_json(request: web.Request, limit: int = MAX_JSON_BYTES) -> dict:
     return body
 
 
-def require_host(request: web.Request) -> None:
-    token: str = request.app[CONFIG].host_token
+def bearer_key(request: web.Request, keys: list[str], refusal: str) -> str:
+    """The one of `keys` the request shows as its bearer token; 401 with `refusal` else."""
     header = request.headers.get("Authorization", "")
     given = header[7:].strip() if header.startswith("Bearer ") else ""
     # a header's bytes as they came (aiohttp keeps invalid UTF-8 as surrogate escapes)
     given_bytes = given.encode("utf-8", "surrogateescape")
-    if not given or not hmac.compare_digest(given_bytes, token.encode()):
-        request.app[METRICS].rejected.labels("auth").inc()
-        raise ApiError(401, "missing or wrong host token")
+    if given:
+        for key in keys:
+            if hmac.compare_digest(given_bytes, key.encode()):
+                return key
+    request.app[METRICS].rejected.labels("auth").inc()
+    raise ApiError(401, refusal)
+
+
+def require_host(request: web.Request) -> None:
+    bearer_key(request, [request.app[CONFIG].host_token], "missing or wrong host token")
 
 
 def _stage(request: web.Request) -> Stage:
