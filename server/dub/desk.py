@@ -18,11 +18,10 @@ import numpy as np
 
 from ..config import RoleConfig
 from ..media.mediaclock import SAMPLE_RATE
-from ..show.onsets import open_on_sound, sound_onsets
+from ..show.placing import lips
 from ..show.resample import resample_int16
 from ..show.scheduling import RoleQueue
 from ..show.speaking import Speaking, voice_of
-from ..show.visemes import visemes_from_alignment
 from ..tasks import cancel_and_wait
 from .lines import Dubbed, DubLine
 
@@ -96,12 +95,9 @@ class DubDesk:
         chunks = speaking.beside(line.text, voice_of(line.character))
         async with contextlib.aclosing(chunks) as spoken:
             async for chunk in spoken:
-                if line.first_audio_at is None:
-                    line.first_audio_at = self.clock()
                 audio = resample_int16(chunk.audio, chunk.sample_rate, SAMPLE_RATE)
-                track = visemes_from_alignment(chunk.phonemes, at, chunk.sample_rate)
-                found = [at + o for o in sound_onsets(audio, SAMPLE_RATE)]
-                frames += open_on_sound(track.frames, found)  # as the show's (placing.py)
+                mouth, found, _ = lips(chunk, audio, at, SAMPLE_RATE)  # as the show's
+                frames += mouth
                 onsets += found
                 pcm.append(audio)
                 at += len(audio)

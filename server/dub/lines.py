@@ -43,7 +43,6 @@ class DubLine:
     after: str | None = None  # the request's line before: its lines are spoken in order
     accepted_at: float = field(default_factory=time.monotonic)
     started_at: float | None = None  # taken up by the worker
-    first_audio_at: float | None = None  # its first chunk spoken
     finished_at: float | None = None  # spoken whole, or failed
     done: asyncio.Future[Dubbed] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future(), repr=False

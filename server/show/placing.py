@@ -15,6 +15,8 @@ import asyncio
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+import numpy as np
+
 from models.protocols import SpeechChunk
 
 from ..config import StageConfig
@@ -60,6 +62,24 @@ class PlacedSpeech:
         return next((f.sample for f in self.frames if f.viseme != "sil"), None)
 
 
+def lips(
+    chunk: SpeechChunk,
+    pcm: np.ndarray,
+    start: int,
+    rate: int,
+    shift: int = 0,
+    before: np.ndarray | None = None,
+) -> tuple[list[VisemeFrame], list[int], int]:
+    """The mouth of `chunk`, whose sound `pcm` (at `rate`) starts at sample `start`: its
+    viseme frames from the alignments, moved by `shift` and opened on the sound's own onsets,
+    the onsets (after `before`, the sound just before it, if any), and how many phonemes
+    the viseme table lacked."""
+    track = visemes_from_alignment(chunk.phonemes, start + shift, chunk.sample_rate, rate)
+    onsets = [start + o for o in sound_onsets(pcm, rate, before=before)]
+    frames = open_on_sound(track.frames, [o + shift for o in onsets], rate)
+    return frames, onsets, sum(track.unknown.values())
+
+
 def no_correction(rate: int) -> int:
     return 0
 
@@ -100,15 +120,12 @@ class Placing:
         while self._after(role, opens, reach_back) - self.broadcast.write_head > max_ahead:
             await asyncio.sleep(0.05)
         start = max(self.broadcast.write_head, self._after(role, opens, reach_back))
-        shift = self.correction(rate)
-        track = visemes_from_alignment(chunk.phonemes, start + shift, chunk.sample_rate, rate)
         # the speech it goes on from, when it follows some directly (an opening's rest)
         quiet = self.clock.samples(QUIET_MS / 1000)
         before = self.timeline.read(start - quiet, quiet, role)[0] if start >= quiet else None
-        onsets = [start + o for o in sound_onsets(pcm, rate, before=before)]
-        frames = open_on_sound(track.frames, [o + shift for o in onsets], rate)
-        if track.unknown:
-            self.metrics.unknown_phonemes.inc(sum(track.unknown.values()))
+        frames, onsets, unknown = lips(chunk, pcm, start, rate, self.correction(rate), before)
+        if unknown:
+            self.metrics.unknown_phonemes.inc(unknown)
         check = self._expect_check(utterance_id, spoken.text, start, len(pcm), chunk, after)
         self.timeline.schedule(Segment(start, pcm, role, utterance_id))
         if start == self.broadcast.write_head:
