@@ -15,9 +15,10 @@ goes before it. That makes the wait bounded (`starvation_bound_s`): ahead of a l
 the lines already waiting when it came (fewer than the queue holds) and those arriving within
 the horizon, of which no more than the queue holds plus one per line served meanwhile.
 
-The stage takes its next line whenever it is free (a pick costs a pass over the waiting lines,
-at most `maxsize`): each pick ranks them as they stand then. Between picks the ranking is
-re-evaluated every `period_s` (50 ms) for what the host sees (`waiting()`). The queue is bounded
+The stage takes its next line whenever it is free (a pick sorts the waiting lines, at most
+`maxsize`, into the order the host sees): each pick ranks them as they stand then. Between
+picks the ranking is re-evaluated every `period_s` (50 ms) for what the host sees
+(`waiting()`). The queue is bounded
 in all and per role: a role past its cap is refused with its name (429), the others still are
 taken.
 
@@ -135,20 +136,38 @@ class RoleQueue(Generic[W]):
             self._ready.clear()
             await self._ready.wait()
         self._ranked_at = float("-inf")
-        now = self.clock()
-        waiting = {u.id for _, _, u in self._items}
-        free = [k for k, (_, _, u) in enumerate(self._items) if u.after not in waiting]
-        best = max(free, key=lambda k: self._key(self._items[k], now))
-        return self._items.pop(best)[2]
+        best = self._in_order(self.clock())[0]
+        self._items.remove(best)
+        return best[2]
 
     def waiting(self) -> list[W]:
         """The waiting lines in the order they would be picked, ranked at most `period_s`
         ago (the host panel asks every second; a burst of asks ranks once)."""
         now = self.clock()
         if now - self._ranked_at >= self.period_s:
-            order = sorted(self._items, key=lambda x: self._key(x, now), reverse=True)
-            self._ranked, self._ranked_at = _in_scene_order([u for _, _, u in order]), now
+            self._ranked, self._ranked_at = [u for _, _, u in self._in_order(now)], now
         return list(self._ranked)
+
+    def _in_order(self, now: float) -> list[tuple[float, int, W]]:
+        """The waiting items in the order the picks take them: by rank at `now`, each scene
+        line moved to just after the line it follows where it ranked before it."""
+        ranked = sorted(self._items, key=lambda x: self._key(x, now), reverse=True)
+        unplaced = {u.id for _, _, u in ranked}
+        out: list[tuple[float, int, W]] = []
+        held: dict[str, list[tuple[float, int, W]]] = {}  # lines whose line before is unplaced
+
+        def place(item: tuple[float, int, W]) -> None:
+            out.append(item)
+            unplaced.discard(item[2].id)
+            for follower in held.pop(item[2].id, []):
+                place(follower)
+
+        for item in ranked:
+            if item[2].after in unplaced:
+                held.setdefault(item[2].after, []).append(item)
+            else:
+                place(item)
+        return out
 
     def remove_role(self, role: str | None) -> list[W]:
         """Take out every waiting utterance of `role` (all when None)."""
@@ -178,24 +197,3 @@ class RoleQueue(Generic[W]):
         horizon = self.horizon_s(role)
         ahead = (self.maxsize - 1) + self.maxsize + math.ceil(horizon / shortest_s)
         return (ahead + 1) * longest_s
-
-
-def _in_scene_order(ranked: list[W]) -> list[W]:
-    """`ranked` with each scene line moved to just after the line it follows, where it
-    ranked before it: the order the picks will take."""
-    unplaced = {u.id for u in ranked}
-    out: list[W] = []
-    held: dict[str, list[W]] = {}  # lines whose line before is not placed yet
-
-    def place(utt: W) -> None:
-        out.append(utt)
-        unplaced.discard(utt.id)
-        for follower in held.pop(utt.id, []):
-            place(follower)
-
-    for utt in ranked:
-        if utt.after in unplaced:
-            held.setdefault(utt.after, []).append(utt)
-        else:
-            place(utt)
-    return out
