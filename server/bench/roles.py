@@ -161,10 +161,11 @@ def batch_table(models: Models, sizes: tuple[int, ...] = (1, 2, 4, 8), reps: int
 
 
 def report(runs: dict[str, Storm], n: int, batches: str) -> str:
-    base = figures(runs["FIFO"])
+    each = {name: figures(run) for name, run in runs.items()}
+    base = each["FIFO"]
     rows = []
     for name, run in runs.items():
-        f = figures(run)
+        f = each[name]
         rows.append(
             [name, len(run.answers)]
             + [f[k] for k in ("first mean", "first p95", "first p99", "last mean", "last p95")]

@@ -227,8 +227,10 @@ class Signals:
         self.client_stats[sid] = stats
         if finite(jitter := stats.get("frame_jitter_ms")):
             self.metrics.frame_jitter.observe(jitter)
-        plausible = [ms for ms in onsets if within(ms, ONSET_RANGE_MS)]
-        self._by_role(onsets, roles or [])
+        kept = [(ms, r) for ms, r in zip(onsets, roles or [None] * len(onsets), strict=True)
+                if within(ms, ONSET_RANGE_MS)]  # fmt: skip
+        plausible = [ms for ms, _ in kept]
+        self._by_role(kept)
         self.metrics.lipsync.observe_many(plausible)
         self.metrics.viewer_lipsync.observe_many(plausible, (sid,))
         self.onsets.setdefault(sid, deque(maxlen=ONSETS_KEPT)).extend(plausible)
@@ -238,12 +240,12 @@ class Signals:
             listen(sid, data)
         return {"ok": True}
 
-    def _by_role(self, onsets: list, roles: list) -> None:
-        """Each role's own lip-sync: the onsets its visemes were drawn at (the cast's roles
-        only, so a page cannot make up labels)."""
+    def _by_role(self, onsets: list[tuple[float, str | None]]) -> None:
+        """Each role's own lip-sync: the plausible onsets its visemes were drawn at, with
+        their roles (the cast's roles only, so a page cannot make up labels)."""
         mine: dict[str, list[float]] = {}
-        for ms, role in zip(onsets, roles, strict=False):
-            if role in self.roles and within(ms, ONSET_RANGE_MS):
+        for ms, role in onsets:
+            if role in self.roles:
                 mine.setdefault(role, []).append(ms)
         for role, kept in mine.items():
             self.metrics.role_lipsync.observe_many(kept, (role,))
