@@ -15,11 +15,10 @@ from ..keys import BROADCAST, CONFIG, LIVE, MEDIA_CLOCK, METRICS, PEERS, TIME
 from ..media.mediaclock import SAMPLE_RATE
 from ..show.scenes import Limits, SceneError, scene_lines
 from ..show.stage import Stage
-from ..show.utterances import QueueFull, Utterance
+from ..show.utterances import MODES, QueueFull, Utterance
 from ..transport.peers import OfferError
 from .autopilot import AUTOPILOT
 
-MODES = ("verbatim", "chat")
 MAX_JSON_BYTES = 64 * 1024
 
 

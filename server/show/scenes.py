@@ -14,12 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..config import RoleConfig
-from .utterances import Utterance
+from .utterances import MODES, Utterance
 
 MAX_LINES = 32  # a scene's lines, at most (the stage's queue holds 32 by default)
 MAX_TURNS = 16
 MAX_OVERLAP_MS = 5000
-MODES = ("verbatim", "chat")
 
 
 class SceneError(ValueError):

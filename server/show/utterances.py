@@ -21,6 +21,7 @@ class UtteranceState(StrEnum):
     FAILED = "failed"
 
 
+MODES = ("verbatim", "chat")  # an utterance's text said as written, or a prompt to the LLM
 FINAL_STATES = {UtteranceState.DONE, UtteranceState.INTERRUPTED, UtteranceState.FAILED}
 CROSS_MODAL_VIEWERS = 64  # viewers an utterance keeps reports of: plenty for a median
 
@@ -77,7 +78,7 @@ class Utterance:
 
     text: str
     role: str
-    mode: str  # "verbatim" | "chat"
+    mode: str  # one of MODES
     # the role's character, resolved once when the utterance is accepted
     character: RoleConfig = field(default_factory=RoleConfig, repr=False)
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
