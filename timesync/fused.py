@@ -327,11 +327,13 @@ class FusedClock:
         target = self._estimate(mono) if self._synced else self._applied
         ppm = self.follow_slew_ppm if self._catching_up else self.max_slew_ppm
         limit = ppm * 1e-6 * dt
-        change = max(-limit, min(limit, target - self._applied))
-        self._applied += change
+        gap = target - self._applied
+        self._applied += max(-limit, min(limit, gap))
         self._applied_at = mono
-        if self._catching_up and abs(target - self._applied) < limit:
-            self._catching_up = False  # caught up: back to the everyday slew
+        # caught up when this slew reached the target, not when what is left would fit the
+        # next one: that left up to a read's worth of catching up (4 ms at 0.2 s) to 500 ppm
+        if self._catching_up and abs(gap) <= limit:
+            self._catching_up = False
 
     def status(self) -> dict:
         """Sources, weights, offsets and the error bound: the GET /api/v1/time body."""

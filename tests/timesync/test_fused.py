@@ -195,3 +195,17 @@ def test_a_steady_but_biased_source_yields_to_the_tighter_one_while_it_reports()
     run(clock, sim, 60, both)
     assert clock.filter.offset == pytest.approx(10e-6, abs=2e-6)
     assert clock.sources["ntp"].weight > 0.01
+
+
+def test_a_followed_step_is_caught_up_at_the_catching_up_rate_to_the_end():
+    """Time read every half second: the last milliseconds of a 1 s step are not left to the
+    everyday 500 ppm (20 s more for 10 ms)."""
+    sim, clock, ntp = stepping(10)
+    run(clock, sim, 10 + clock.follow_after, ntp)
+    assert clock.sources["ntp"].followed == 1
+    for _ in range(int(2 / (clock.follow_slew_ppm * 1e-6)) + 2):  # 1 s at 20,000 ppm: 50 s
+        sim.t += 0.5
+        clock.ingest(ntp(sim.t))
+        clock.now()
+    assert not clock.status()["catching_up"]
+    assert clock.status()["offset_s"] == pytest.approx(1.010, abs=1e-6)
