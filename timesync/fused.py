@@ -76,14 +76,24 @@ class SourceState:
         """Keep this reading's delay and bound among the recent ones."""
         self._recent.append((m.delay, m.error))
 
+    def excess(self, m: Measurement) -> float:
+        """The delay this reading waited beyond the source's recent minimum (s)."""
+        return m.delay - min(d for d, _ in self._recent)
+
     def variance(self, m: Measurement, best_bias: float) -> float:
         """This reading's variance: the source's observed jitter (its own error bound until
         there is some), plus the worst case of the delay beyond the recent minimum (all of it
         on one side, half of it in offset), plus the bias this source may carry beyond the
         least-biased source now reporting (`best_bias`)."""
-        excess = m.delay - min(d for d, _ in self._recent)
         jitter = max(m.error if self.jitter is None else self.jitter, 1e-7)
-        return jitter**2 + (excess / 2) ** 2 + max(self.bias_bound - best_bias, 0.0) ** 2
+        return jitter**2 + (self.excess(m) / 2) ** 2 + max(self.bias_bound - best_bias, 0.0) ** 2
+
+    def bias_of(self, m: Measurement) -> float:
+        """What this reading may be off by that averaging does not remove: the source's bias
+        bound, plus half the delay it waited beyond the minimum. Queueing may sit on one side
+        only (a loaded uplink, a server slow to send its stamped reply): then every reading
+        errs the same way, and their mean errs by their mean wait, not by its spread."""
+        return self.bias_bound + self.excess(m) / 2
 
     def current(self, now: float) -> bool:
         """Whether the filter took a reading of this source lately: within four of its own
@@ -229,7 +239,7 @@ class FusedClock:
             # on, and every later reading gated out)
             self.filter.p[0, 1] = self.filter.p[1, 0] = 0.0
             self._synced = True
-            self._bias, state.weight = state.bias_bound, 1.0
+            self._bias, state.weight = state.bias_of(m), 1.0
             if not self._handed_out and abs(offset - self._applied) > self.step_limit:
                 log.warning("clock: stepping %.3f s at start-up (from %s)", offset, m.source)
                 self._applied = offset
@@ -239,7 +249,7 @@ class FusedClock:
             accepted = self.filter.update(offset, variance)
             state.weight = prior / (prior + variance) if accepted else 0.0
             # the estimate moved this share toward the reading: so did its worst-case bias
-            self._bias += state.weight * (state.bias_bound - self._bias)
+            self._bias += state.weight * (state.bias_of(m) - self._bias)
         state.last_offset, state.last_error, state.last_at = offset, m.error, m.at
         state.learn(offset, m.at, m.error, self.filter.drift, float(self.filter.p[1, 1]))
         state._unreached = None
@@ -298,7 +308,8 @@ class FusedClock:
         self.filter.x[0] = offset
         self.filter.p[0, 0] = 1 / sum(weights)
         self.filter.p[0, 1] = self.filter.p[1, 0] = 0.0
-        self._bias = state.bias_bound
+        # each reading of the run lies within its own bound of the truth: so does their mean
+        self._bias = sum(w * e for w, (*_, e) in zip(weights, run, strict=True)) / sum(weights)
         self._catching_up = True
         state.weight, state.followed = 1.0, state.followed + 1
         state.accepted += 1

@@ -197,6 +197,29 @@ def test_a_steady_but_biased_source_yields_to_the_tighter_one_while_it_reports()
     assert clock.sources["ntp"].weight > 0.01
 
 
+@pytest.mark.parametrize("seed", [0, 3])
+def test_readings_that_all_wait_on_the_way_back_stay_inside_the_bound(seed):
+    """Queueing on one side only (a busy uplink, a server slow to send its stamped reply):
+    every reading errs the same way, by half its wait. The mean of many errs by their mean
+    wait, which no 3 σ of their spread covers: the bound must count it as bias."""
+    sim, rng = SimTime(), np.random.default_rng(seed)
+    clock = FusedClock(monotonic=sim, wall_at_start=0.0)
+
+    def slow_reply(t):
+        back = rng.exponential(100e-6)  # waited after the server stamped its reply
+        delay = 8e-6 + back
+        return Measurement("ntp", 0.010 - back / 2, delay, delay / 2, t)
+
+    clock.ingest(slow_reply(sim.t))
+    misses = []
+    for _ in range(300):  # a minute, read every 0.2 s
+        run(clock, sim, 0.2, slow_reply, every=0.2)
+        error = clock.now() - clock.oscillator() - 0.010
+        if abs(error) > clock.error_bound():
+            misses.append((round(sim.t - 1000, 1), error, clock.error_bound()))
+    assert not misses, f"{len(misses)} reads with the error outside its bound: {misses[:3]}"
+
+
 def test_a_followed_step_is_caught_up_at_the_catching_up_rate_to_the_end():
     """Time read every half second: the last milliseconds of a 1 s step are not left to the
     everyday 500 ppm (20 s more for 10 ms)."""
