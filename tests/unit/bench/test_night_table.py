@@ -26,10 +26,12 @@ def a_run(**changes) -> Run:
         heard={"viewers_heard": 20, "expected": 1000, "lost": 0},
         rejoin_s=3.0,
         drained=True,
-        silences=[(100.0, 6.0), (1300.0, 31.0)],
+        # the show's own gap; a hang's line (the hang struck 4 s into the gap, and its line
+        # failed at the deadline); a failed reply's two gaps (the drill struck 2 s into one)
+        silences=[(100.0, 6.0), (1256.0, 24.7), (2338.0, 10.3), (2500.0, 31.0)],
         counts={"accepted": 300.0, "done": 297.0, "interrupted": 0.0, "failed": 3.0},
         failures=["drill: the synthesis raised", "drill: the LLM raised", "did not answer"],
-        faults=[(720.0, "tts_raises"), (1260.0, "tts_hangs")],
+        faults=[(720.0, "tts_raises"), (1260.0, "tts_hangs"), (2340.0, "llm_raises")],
     )
     for key, value in changes.items():
         setattr(run, key, value)
@@ -43,11 +45,22 @@ def test_a_healthy_hour_holds_every_goal():
     assert set(verdicts.values()) == {"holds"}, out
     assert rows["RSS MB, after the first window"]["change"] == "1.00", out  # % growth
     assert rows["lost (accepted, no outcome, drained)"]["last / at end"] == "0.00", out
-    # the hang's silence is the fault's; the show's own longest is the other one
+    # the faults' silences are theirs, though they began before the fault struck; the show's
+    # own longest is the 31 s one, which began with no fault near
     assert rows["longest silence s (all)"]["last / at end"] == "31.0", out
-    assert rows["not within 60 s after a fault"]["last / at end"] == "6.00", out
+    assert rows["not during a fault or 60 s after"]["last / at end"] == "31.0", out
     assert "1 × drill: the synthesis raised" in out and "tts_hangs at 21.0 min" in out
-    assert "silences over 10 s: 31.0 s at 21.7 min" in out  # listed, with when they began
+    # listed, with when they began
+    assert "silences over 10 s: 24.7 s at 20.9 min, 10.3 s at 39.0 min, 31.0 s at 41.7 min" in out
+
+
+def test_a_silence_long_after_a_fault_or_ended_before_it_is_the_shows_own():
+    for silence in ((1400.0, 12.0), (1200.0, 50.0)):  # 140 s after; ended 10 s before
+        out = report(a_run(silences=[silence], faults=[(1260.0, "tts_hangs")]))
+        rows = rows_of(out, TITLE)
+        assert rows["not during a fault or 60 s after"]["last / at end"] != "0.00", out
+    out = report(a_run(silences=[(1256.0, 24.7)], faults=[(1260.0, "tts_hangs")]))
+    assert rows_of(out, TITLE)["not during a fault or 60 s after"]["last / at end"] == "0.00"
 
 
 def test_growth_a_lost_line_a_stuck_clock_and_missing_viewers_each_fail():
