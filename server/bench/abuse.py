@@ -174,6 +174,7 @@ def _phase(
         len(sync["probe seen late"]),
         *sync_cells(sync["probe"]),
         len(sync["page"]),
+        len(sync["page held"]),
         *sync_cells(sync["page"]),
         median(sync["probe − page"]) if sync["probe − page"] else "—",
     ], sync
@@ -230,6 +231,7 @@ def run(seconds: float, after_s: float = 60.0) -> str:
             "seen late, left out",
             *(f"probe {c}" for c in sync),
             "viseme onsets (page)",
+            "on held frames, left out",
             *(f"page {c}" for c in sync),
             "probe − page p50 ms",
             "probe as unattacked",

@@ -40,8 +40,9 @@ class Watcher:
         """Picture − sound (ms) since `mark`: the probe's at each line start it heard, but
         those the browser showed late (its frames are the viewer's machine's, not the
         server's: lipsync_figures.seen_late), which are counted; the page's at every viseme
-        onset it drew; and the probe's less the page's own at the same line starts (where the
-        two meters part, one of them moved)."""
+        onset it drew, but those on frames the page held back (its machine stalled: FrameStats
+        .held in framestats.js), also counted; and the probe's less the page's own at the same
+        line starts (where the two meters part, one of them moved)."""
         since_ms, since = mark
         if wait:  # for the page's last report (`wait=False`: the caller waited, for many pages)
             self.wait(STATS_PERIOD_S + 0.5)
@@ -50,10 +51,19 @@ class Watcher:
         probed = [(m - t, seen_late(recs, m)) for t, m in found]
         reports = [r for t, r in self.reports if t >= since]
         lines = [u for r in reports for u in r.get("utterance_onsets", [])]
+        drawn = [d for r in reports for d in _drawn(r)]
         return {
             "probe": [ms for ms, late in probed if not late],
             "probe seen late": [ms for ms, late in probed if late],
-            "page": [ms for r in reports for ms in r["lipsync_onsets_ms"]],
+            "page": [ms for ms, held in drawn if not held],
+            "page held": [ms for ms, held in drawn if held],
             "probe − page": [p - q for p, q, _ in matched(lines, found)],
             "fps": [r["fps"] for r in reports if "fps" in r],  # the page's, as it reported it
         }
+
+
+def _drawn(report: dict) -> list[tuple[float, bool]]:
+    """A page's report's lip-sync offsets, each with whether its frame came held back."""
+    onsets = report["lipsync_onsets_ms"]
+    held = report.get("lipsync_onsets_held") or [False] * len(onsets)
+    return list(zip(onsets, held, strict=True))

@@ -108,6 +108,18 @@ test("a moment is shown for the length-weighted mean of the last second's frame 
   assert.ok(Math.abs(steady.displayMs() - 20) < 1e-9, String(steady.displayMs()));
 });
 
+test("a frame held back past the page's usual interval is told from the page's steady rate", () => {
+  const f = new FrameStats();
+  let t = 0;
+  assert.equal(f.held(f.tick((t += 150))), false, "too few intervals to know the usual one");
+  for (let i = 0; i < 100; i++) f.tick((t += 50)); // 20 fps: every third 60 Hz vsync
+  assert.equal(f.held(f.tick((t += 50))), false, "the page's own rate is no stall");
+  assert.equal(f.held(f.tick((t += 150))), true, "another program took the CPU");
+  const slow = new FrameStats(); // a page at 7 fps all along is slow, not held
+  for (let i = 0; i < 100; i++) slow.tick((t += 150));
+  assert.equal(slow.held(slow.tick((t += 150))), false);
+});
+
 test("a frame whose scripts will run past the next vsync is drawn for the one after", () => {
   const period = 1000 / 60;
   const p = new Presentation({ keep: 5 });

@@ -340,15 +340,17 @@ test("where two roles overlap, each mouth follows its own voice and holds only i
   assert.ok(t.weightsAt(400 * MS, "orion").E > 0.5); // under its own O, held
 });
 
-test("a report carries each lip-sync offset with the role whose mouth it was", () => {
+test("a report carries each lip-sync offset with the role whose mouth it was and its frame's hold", () => {
   const m = new DrawnOnsets({ sampleRate });
   const frame = (start, viseme, role) => ({ start, viseme, role, utterance_id: role });
   m.frame(frame(0, "aa", "nova"), MS);
   m.frame(frame(100 * MS, "E", "orion"), 102 * MS);
-  m.frame(frame(200 * MS, "O"), 203 * MS); // an event without a role
+  m.frame(frame(200 * MS, "O"), 203 * MS, 0, null, true); // an event without a role, a held frame
   const report = m.report();
   assert.deepEqual(report.lipsync_onsets_ms, [1, 2, 3]);
   assert.deepEqual(report.lipsync_onset_roles, ["nova", "orion", null]);
+  assert.deepEqual(report.lipsync_onsets_held, [false, false, true]);
   assert.equal(report.utterance_onsets.length, 0, "no server clock yet: no utterance times");
-  assert.deepEqual(m.report().lipsync_onset_roles, [], "taken once");
+  const again = m.report();
+  assert.deepEqual([again.lipsync_onset_roles, again.lipsync_onsets_held], [[], []], "taken once");
 });

@@ -9,7 +9,9 @@ import { RecentSet } from "./recentset.js";
  * (its planned start reached at the frame's drawn sample) is late by the drawn sample minus
  * that start; the caller's correction is added (the heard clock's own remaining error, as
  * measured at speech onsets, and that the frame appears before the moment it was drawn for).
- * Positive: the picture is late. Collected between reports, at most `max` of them.
+ * Positive: the picture is late. Collected between reports, at most `max` of them, each with
+ * whether its frame came held back (FrameStats.held): the viewer's machine's stall, which a
+ * meter of the page's timing counts apart.
  *
  * The first voiced frame drawn of each utterance also gives the server that utterance's
  * picture and heard times on its clock (`utterance_onsets`): the picture when the frame was
@@ -23,6 +25,7 @@ export class DrawnOnsets {
     this.shown = null; // the frame last counted
     this.pending = [];
     this.roles = []; // whose mouth each pending offset is: the role of the viseme drawn
+    this.held = []; // whether each pending offset's frame came held back
     this.utterances = []; // {id, sample, heard_ms, drawn_ms}
     this.drawnUtterances = new RecentSet(256); // ids whose first voiced frame has been drawn
   }
@@ -32,15 +35,16 @@ export class DrawnOnsets {
    * `correctionMs` is added to each offset: the heard clock's remaining error as measured at
    * speech onsets (ms by which the sound runs ahead of it), less how far ahead of its
    * appearance the frame was drawn. `serverMs`: the server's clock when the frame appears
-   * (null while the page's offset to it is unknown).
+   * (null while the page's offset to it is unknown). `held`: the frame came held back.
    */
-  frame(f, s, correctionMs = 0, serverMs = null) {
+  frame(f, s, correctionMs = 0, serverMs = null, held = false) {
     if (!f || f === this.shown || f.viseme === "sil") return;
     this.shown = f;
     const offset = (s - f.start) / this.perMs + correctionMs;
     if (this.pending.length < this.max) {
       this.pending.push(offset);
       this.roles.push(typeof f.role === "string" ? f.role : null);
+      this.held.push(Boolean(held));
     }
     this.#firstOfUtterance(f, offset, serverMs);
   }
@@ -60,13 +64,22 @@ export class DrawnOnsets {
     const out = this.pending;
     this.pending = [];
     this.roles = [];
+    this.held = [];
     return out;
   }
 
-  /** A report's figures: the offsets since the last, each one's role, and the utterances' first frames. */
+  /**
+   * A report's figures: the offsets since the last, each one's role and whether its frame came
+   * held back, and the utterances' first frames.
+   */
   report() {
-    const roles = this.roles;
-    return { lipsync_onsets_ms: this.take(), lipsync_onset_roles: roles, utterance_onsets: this.takeUtterances() };
+    const { roles, held } = this;
+    return {
+      lipsync_onsets_ms: this.take(),
+      lipsync_onset_roles: roles,
+      lipsync_onsets_held: held,
+      utterance_onsets: this.takeUtterances(),
+    };
   }
 
   /** The utterances' first voiced frames drawn since the last call. */

@@ -179,7 +179,8 @@ export class FrameLoop {
       visemes.markSeen(sample, drawn);
       visemes.prune(sample);
       this.showCaption(this.captions.at(sample));
-      this.drawnLast = { stamp: now, period: frames.period, shown, sample, drawnFor: seen + lead, errorMs };
+      const held = frames.held(dt);
+      this.drawnLast = { stamp: now, period: frames.period, shown, sample, drawnFor: seen + lead, errorMs, held };
     }
     const ended = performance.now();
     presentation.done(ended - begun);
@@ -200,7 +201,7 @@ export class FrameLoop {
   // gets wrong at heard onsets (`errorMs`, positive: the mouth leads) counts too.
   #countOnset(d, next) {
     const appears = Presentation.seen(d.stamp, d.ended, next, d.period);
-    this.onsets.frame(d.shown, d.sample, appears - d.drawnFor - d.errorMs, this.serverMs(appears));
+    this.onsets.frame(d.shown, d.sample, appears - d.drawnFor - d.errorMs, this.serverMs(appears), d.held);
   }
 
   /** The server's clock (ms since the Unix epoch) at page time `t`; null until timesync measured it. */

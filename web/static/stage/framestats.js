@@ -5,6 +5,8 @@ import { median } from "../shared/median.js";
 
 // an interval this many display periods long is a stall, not a frame rate
 const STALL = 4;
+// a frame this many times the page's usual interval after the one before was held back
+const HELD = 1.5;
 
 export class FrameStats {
   constructor() {
@@ -46,6 +48,16 @@ export class FrameStats {
 
   fps() {
     return this.times.length;
+  }
+
+  /**
+   * Whether a frame `dt` ms after the one before came held back: more than HELD times the
+   * page's usual interval (the median of its last ones) — a stall of the viewer's machine
+   * (another program took the CPU), not its steady rate. What starts in such a gap is shown
+   * that much late however well it is timed; the lip-sync figures count it apart.
+   */
+  held(dt) {
+    return this.gaps.length >= 10 && dt > HELD * median(this.gaps);
   }
 
   /**
