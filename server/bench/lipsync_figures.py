@@ -55,13 +55,21 @@ def _loud_after_quiet(records: Sequence[dict], quiet_ms: float) -> list[tuple[fl
     return onsets
 
 
-def mouth_onset(records: Sequence[dict], near: float, window: float = SEARCH_MS) -> float | None:
+def mouth_onset(
+    records: Sequence[dict], near: float, window: float = SEARCH_MS, period: float | None = None
+) -> float | None:
     """The first time within ±window of `near` that the drawn mouth, opening from a closed
     frame, passes half the opening of its first viseme (at least OPEN by the end of the rise;
     an already-open mouth has no onset here). A slow page draws a 40 ms rise in two or three
     frames, so the rise is followed to its top, not for a fixed time; but a rise that slows
     and then speeds up again is a second, wider viseme ("Yes": the narrow y, then the e), and
-    the first viseme's opening is where it slowed."""
+    the first viseme's opening is where it slowed. `period`: the display's, from all the
+    records (display_period) when not given. Taken from the frames around the onset alone, a
+    page stalled there (a frame every 150 ms) had its stall for the display's period: each of
+    its frames was timed seen 150 ms after it began, not a vsync, and no longer matched the
+    frame seen_late looks for, so the stall's onsets were neither right nor left out."""
+    if period is None:
+        period = display_period(records)
     near_by = [r for r in records if near - window <= r["t"] <= near + window]
     for i, closed in enumerate(near_by[:-1]):
         if closed["mouth"] >= CLOSED or near_by[i + 1]["mouth"] < CLOSED:
@@ -74,21 +82,27 @@ def mouth_onset(records: Sequence[dict], near: float, window: float = SEARCH_MS)
         if rise[-1]["mouth"] >= OPEN:
             first = _first_opening(rise)
             half = next(r for r in rise[1:] if r["mouth"] >= first / 2)
-            return seen_at(half, near_by)
+            return seen_at(half, near_by, period)
     return None
 
 
-def seen_at(record: dict, records: Sequence[dict]) -> float:
+def seen_at(record: dict, records: Sequence[dict], period: float | None = None) -> float:
     """When a frame's picture is seen: at the first vsync after its scripts ran. That is a
     display period after its timestamp (the shortest common interval between the records'
     frames, as a page missing vsyncs has longer ones), or two when the scripts were still
     running at the first (the probe's own record is taken after the page's) and that vsync went
-    by without a frame; when it was drawn, for records without a timestamp."""
+    by without a frame; when it was drawn, for records without a timestamp. `period`: the
+    display's, when known from more records than these."""
     if "frame" not in record:
         return record["t"]
     stamps = [r["frame"] for r in records if "frame" in r]
     after = next((s for s in stamps if s > record["frame"]), None)
-    return _seen(record, after, _period(stamps))
+    return _seen(record, after, _period(stamps) if period is None else period)
+
+
+def display_period(records: Sequence[dict]) -> float:
+    """The display's period over all `records` that have a frame timestamp (_period)."""
+    return _period([r["frame"] for r in records if "frame" in r])
 
 
 def _seen(record: dict, after: float | None, period: float) -> float:
@@ -156,7 +170,8 @@ def _first_top(rise: Sequence[dict]) -> int:
 
 def onsets(records: Sequence[dict]) -> list[tuple[float, float]]:
     """(audio onset, mouth onset) times (ms), for each audio onset with a mouth onset near it."""
-    pairs = [(t, mouth_onset(records, t)) for t in audio_onsets(records)]
+    period = display_period(records)
+    pairs = [(t, mouth_onset(records, t, period=period)) for t in audio_onsets(records)]
     return [(t, m) for t, m in pairs if m is not None]
 
 
@@ -164,7 +179,9 @@ def rendered_offsets(records: Sequence[dict]) -> list[float]:
     """Mouth − sound (ms) with the sound timed when the page's audio context rendered it, its
     reported output latency before it is heard: what the page and the probe measured before
     they timed sound at the speakers."""
-    found = [(t, r, mouth_onset(records, t)) for t, r in _loud_after_quiet(records, QUIET_MS)]
+    period = display_period(records)
+    loud = _loud_after_quiet(records, QUIET_MS)
+    found = [(t, r, mouth_onset(records, t, period=period)) for t, r in loud]
     return [m - (t - r.get("latency", 0.0)) for t, r, m in found if m is not None]
 
 

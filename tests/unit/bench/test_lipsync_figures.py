@@ -1,6 +1,6 @@
 """The probe's figures: audio onsets after quiet, mouth onsets timed at the midpoint of a rise."""
 
-from server.bench.lipsync_figures import audio_onsets, mouth_onset, onsets
+from server.bench.lipsync_figures import audio_onsets, mouth_onset, onsets, seen_late
 
 
 def frames(mouths, start=1000.0, step=20.0, loud_from=None):
@@ -59,6 +59,22 @@ def test_the_offset_is_mouth_minus_sound_after_a_quiet_stretch():
     recs = frames([0] * 20 + [0.3, 0.8, 1.0, 1.0], loud_from=1000 + 20 * 20 + 12)
     assert audio_onsets(recs) == [1412]
     assert [m - t for t, m in onsets(recs)] == [1420 - 1412]
+
+
+def test_a_stall_at_a_line_start_is_timed_a_vsync_after_its_frame_and_seen_late():
+    """A page that draws 60 fps, then a frame every 150 ms while another program takes the CPU:
+    the display's period is still 16.7 ms. The opening's frame is seen a vsync after it began
+    (not the stall's 150 ms), and the onset is one the browser showed late."""
+    period = 1000 / 60
+    steady = frames([0] * 60, start=0.0, step=period)
+    # the stall began well before the line: every frame within reach of its onset is slow
+    stalled = frames([0] * 8 + [0.6, 1.0, 1.0, 1.0], start=1100.0, step=150.0, loud_from=2160.0)
+    recs = [{**r, "frame": r["t"] - 2.0} for r in steady + stalled]
+    found = onsets(recs)
+    assert len(found) == 1
+    (t, m) = found[0]
+    assert abs(m - (2300.0 - 2.0 + period)) < 1e-6, m  # the 0.6 frame, seen a vsync after
+    assert seen_late(recs, m)
 
 
 def test_sound_without_quiet_before_it_is_no_onset():
