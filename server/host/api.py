@@ -5,6 +5,8 @@ from __future__ import annotations
 import hmac
 import json
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from aiohttp import web
@@ -13,9 +15,9 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from ..config import RoleConfig
 from ..keys import BROADCAST, CONFIG, LIVE, MEDIA_CLOCK, METRICS, PEERS, TIME
 from ..media.mediaclock import SAMPLE_RATE
-from ..show.scenes import Limits, SceneError, scene_lines
+from ..show.scenes import Limits, SceneError, mode_of, role_named, scene_lines, text_of
 from ..show.stage import Stage
-from ..show.utterances import MODES, QueueFull, Utterance
+from ..show.utterances import QueueFull, Utterance
 from ..transport.peers import OfferError
 from .autopilot import AUTOPILOT
 
@@ -95,19 +97,10 @@ def _stage(request: web.Request) -> Stage:
 
 async def say(request: web.Request) -> web.Response:
     require_host(request)
-    cfg = request.app[CONFIG]
     body = await read_json(request)
-    text = body.get("text")
-    if not isinstance(text, str):
-        raise ApiError(400, '"text" must be a string')
-    text = text.strip()
-    if not text:
-        raise ApiError(400, '"text" is empty')
-    if len(text) > cfg.stage.max_text_chars:
-        raise ApiError(413, f'"text" longer than {cfg.stage.max_text_chars} characters')
-    mode = body.get("mode", "verbatim")
-    if mode not in MODES:
-        raise ApiError(400, '"mode" must be "verbatim" or "chat"')
+    with refused_as_api_error():  # the checks and messages of a scene's lines
+        text = text_of(body.get("text"), limits(request))
+        mode = mode_of(body.get("mode", "verbatim"))
     cache = body.get("cache", False)
     if not isinstance(cache, bool):
         raise ApiError(400, '"cache" must be true or false')
@@ -121,12 +114,9 @@ async def say(request: web.Request) -> web.Response:
 async def scene(request: web.Request) -> web.Response:
     """A host's scene (server/show/scenes.py): all its lines accepted, in order, or none."""
     require_host(request)
-    cfg = request.app[CONFIG]
     body = await read_json(request)
-    try:
-        lines = scene_lines(body, Limits(cfg.stage.max_text_chars, cfg.role))
-    except SceneError as exc:
-        raise ApiError(exc.status, str(exc)) from None
+    with refused_as_api_error():
+        lines = scene_lines(body, limits(request))
     try:
         _stage(request).submit_all(lines)
     except QueueFull as exc:
@@ -136,14 +126,24 @@ async def scene(request: web.Request) -> web.Response:
     return json_response({"utterance_ids": [u.id for u in lines]}, status=202)
 
 
+def limits(request: web.Request) -> Limits:
+    cfg = request.app[CONFIG]
+    return Limits(cfg.stage.max_text_chars, cfg.role)
+
+
+@contextmanager
+def refused_as_api_error() -> Iterator[None]:
+    """A request's lines refused (server/show/scenes.py): the same status and message."""
+    try:
+        yield
+    except SceneError as exc:
+        raise ApiError(exc.status, str(exc)) from None
+
+
 def role_from(request: web.Request, body: dict) -> RoleConfig:
     """The role a body names (the first one when it names none); 400 or 404 otherwise."""
-    role_name = body.get("role")
-    if role_name is not None and not isinstance(role_name, str):
-        raise ApiError(400, '"role" must be a string')
-    role = request.app[CONFIG].role(role_name)
-    if role is None:
-        raise ApiError(404, f"unknown role {role_name!r}")
+    with refused_as_api_error():
+        role = role_named(body.get("role"), limits(request), needed=False)
     return role
 
 
@@ -162,14 +162,9 @@ def submit(
 async def interrupt(request: web.Request) -> web.Response:
     require_host(request)
     body = await read_json(request) if request.can_read_body else {}
-    role_name = body.get("role")
-    if role_name is not None:
-        if not isinstance(role_name, str):
-            raise ApiError(400, '"role" must be a string')
-        if request.app[CONFIG].role(role_name) is None:
-            raise ApiError(404, f"unknown role {role_name!r}")
+    role = role_from(request, body).name if body.get("role") is not None else None
     request.app[AUTOPILOT].host_acted()
-    at = await _stage(request).interrupt(role_name)
+    at = await _stage(request).interrupt(role)
     return json_response({"ok": True, "at_sample": at})
 
 

@@ -69,9 +69,7 @@ def _script(lines: object, limits: Limits) -> list[Utterance]:
     for where, line in each_line(lines, MAX_LINES, {"role", "text", "mode", "overlap_ms"}):
         role = role_named(line.get("role"), limits, where)
         text = text_of(line.get("text"), limits, where)
-        mode = line.get("mode", "verbatim")
-        if mode not in MODES:
-            raise SceneError(400, f'{where}: "mode" must be "verbatim" or "chat"')
+        mode = mode_of(line.get("mode", "verbatim"), where)
         overlap = line.get("overlap_ms", 0)
         if type(overlap) not in (int, float) or not 0 <= overlap <= MAX_OVERLAP_MS:
             raise SceneError(400, f'{where}: "overlap_ms" must be from 0 to {MAX_OVERLAP_MS}')
@@ -108,22 +106,39 @@ def _conversation(spec: object, limits: Limits) -> list[Utterance]:
     return out
 
 
-def role_named(name: object, limits: Limits, where: str, needed: bool = True) -> RoleConfig:
+def _at(where: str | None, message: str) -> str:
+    """A refusal's message, with where in the request it applies (a line's, a scene's)."""
+    return f"{where}: {message}" if where else message
+
+
+def role_named(
+    name: object, limits: Limits, where: str | None = None, needed: bool = True
+) -> RoleConfig:
     """The role `name` names (where not `needed`, None names the first)."""
     if not isinstance(name, str) and (needed or name is not None):
-        raise SceneError(400, f'{where}: "role" must be a role\'s name')
+        raise SceneError(400, _at(where, '"role" must be a string'))
     role = limits.role(name)  # a str, or None where allowed
     if role is None:
-        raise SceneError(404, f"{where}: unknown role {name!r}")
+        raise SceneError(404, _at(where, f"unknown role {name!r}"))
     return role
 
 
-def text_of(text: object, limits: Limits, where: str) -> str:
-    if not isinstance(text, str) or not text.strip():
-        raise SceneError(400, f'{where}: "text" must be a string, not empty')
+def text_of(text: object, limits: Limits, where: str | None = None) -> str:
+    """The text to speak, stripped; a request's (`/api/v1/say`), a line's or a topic's."""
+    if not isinstance(text, str):
+        raise SceneError(400, _at(where, '"text" must be a string'))
+    text = text.strip()
+    if not text:
+        raise SceneError(400, _at(where, '"text" is empty'))
     if len(text) > limits.max_text_chars:
-        raise SceneError(413, f'{where}: "text" longer than {limits.max_text_chars} characters')
-    return text.strip()
+        raise SceneError(413, _at(where, f'"text" longer than {limits.max_text_chars} characters'))
+    return text
+
+
+def mode_of(mode: object, where: str | None = None) -> str:
+    if mode not in MODES:
+        raise SceneError(400, _at(where, '"mode" must be "verbatim" or "chat"'))
+    return str(mode)
 
 
 def answering(utt: Utterance, said: Utterance | None) -> str | None:

@@ -157,7 +157,7 @@ def test_a_scene_is_taken_whole_or_not_at_all():
         ({"lines": [{"role": "nova", "text": "hi"}] * 33}, 413, "at most 32"),
         ({"lines": ["hi"]}, 400, "line 1 must be an object"),
         ({"lines": [{"role": "nobody", "text": "hi"}]}, 404, "nobody"),
-        ({"lines": [{"role": "nova", "text": " "}]}, 400, "not empty"),
+        ({"lines": [{"role": "nova", "text": " "}]}, 400, 'line 1: "text" is empty'),
         ({"lines": [{"role": "nova", "text": "x" * 2001}]}, 413, "2000"),
         ({"lines": [{"role": "nova", "text": "hi", "mode": "sing"}]}, 400, "mode"),
         ({"lines": [{"role": "nova", "text": "hi", "overlap_ms": 10}]}, 400, "line before"),
