@@ -1,8 +1,8 @@
 """After a restart: the stage takes up what the logbook kept (server/logbook.py), before its
 worker starts. What no viewer heard is spoken from its start; what was on the air, or in the
 works at the restart before too, is reported failed, with why. A scene's lines keep their
-order (each names the line it follows) and their overlaps; a conversation's turn whose turn
-before was finished before the restart is asked its topic alone."""
+order (each names the line it follows) and their overlaps; a conversation's turn whose turns
+before were finished before the restart answers them as the logbook's records kept them."""
 
 from __future__ import annotations
 

@@ -5,7 +5,8 @@ A scene is accepted whole or not at all (the queue's room and each role's cap). 
 follow one another (`Utterance.after`), whatever their roles' weights; a line may reach back
 over the end of the one before by `overlap_ms` (both are heard, mixed: media/timeline.py), and
 otherwise starts after it. A conversation's turns are chat lines of its roles in rotation; each
-answers the turn before as it was spoken (its prompt is made when it is taken up).
+answers the turn before as it was spoken, with the few before that (its prompt is made when it
+is taken up, from the stage's history or, after a restart, from the logbook's records).
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from .utterances import MODES, Utterance
 MAX_LINES = 32  # a scene's lines, at most (the stage's queue holds 32 by default)
 MAX_TURNS = 16
 MAX_OVERLAP_MS = 5000
+# a conversation's turns a prompt carries, at most: enough to answer what was said and not
+# repeat what was said before it; a small LLM's context holds them many times over
+TURNS_HEARD = 4
 
 
 class SceneError(ValueError):
@@ -141,13 +145,15 @@ def mode_of(mode: object, where: str | None = None) -> str:
     return str(mode)
 
 
-def answering(utt: Utterance, said: Utterance | None) -> str | None:
-    """The prompt of a conversation's turn: the topic, and the turn before as it was spoken
-    (None where nothing of it was spoken: the topic alone is asked)."""
-    if said is None or not said.spoken_text:
+def answering(topic: str, turns: list[tuple[str, str]]) -> str | None:
+    """The prompt of a conversation's turn: the topic and the turns before it as they were
+    spoken, `turns` of (role, spoken text), oldest first, the last the one it answers (None
+    where that one was not spoken: the topic alone is asked)."""
+    if not turns or not turns[-1][1]:
         return None
-    name = said.role.capitalize()
+    *earlier, (role, said) = [(r.capitalize(), text) for r, text in turns]
+    heard = "".join(f'{name} said: "{text}"\n' for name, text in earlier if text)
     return (
-        f'The topic: {utt.text}\n{name} just said: "{said.spoken_text}"\n'
-        f"Answer {name} in one or two short sentences."
+        f'The topic: {topic}\n{heard}{role} just said: "{said}"\n'
+        f"Answer {role} in one or two short sentences."
     )

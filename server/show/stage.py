@@ -19,7 +19,7 @@ from ..tasks import cancel_and_wait, supervised
 from .announcing import Emit
 from .pipeline import Pipeline
 from .playout import Playout
-from .scenes import answering
+from .scenes import TURNS_HEARD, answering
 from .scheduling import RoleQueue
 from .utterances import Outcomes, Utterance, UtteranceState
 
@@ -144,7 +144,7 @@ class Stage:
             self.playout.speaking = utt
             utt.level = self.level  # a level changes between utterances, never inside one
             if utt.reply_to is not None:  # a conversation's turn answers the line before
-                utt.prompt = answering(utt, self._said(utt.reply_to))
+                utt.prompt = answering(utt.text, self._turns_before(utt))
             self.outcomes.speaking(utt)
             self._current_task = asyncio.get_running_loop().create_task(
                 self._perform(utt), name=f"utterance-{utt.id}"
@@ -173,6 +173,25 @@ class Stage:
 
     def _said(self, utt_id: str) -> Utterance | None:
         return next((u for u in reversed(self.history) if u.id == utt_id), None)
+
+    def _turns_before(self, utt: Utterance) -> list[tuple[str, str]]:
+        """(role, spoken text) of the conversation's turns before `utt`, oldest first, at most
+        TURNS_HEARD: by their `reply_to` links, through the history and, after a restart,
+        the records of what was finished before it."""
+        turns: list[tuple[str, str]] = []
+        link = utt.reply_to
+        while link is not None and len(turns) < TURNS_HEARD:
+            said = self._said(link)
+            if said is not None:
+                turns.append((said.role, said.spoken_text))
+                link = said.reply_to
+                continue
+            kept = next((r for r in reversed(self.before_restart) if r.get("id") == link), None)
+            if kept is None:
+                break
+            turns.append((str(kept.get("role", "")), str(kept.get("spoken_text") or "")))
+            link = kept.get("reply_to")
+        return turns[::-1]
 
     # ---- what the pages and the host are told ----------------------------------------------
     def upcoming(self) -> list[tuple[str, dict]]:

@@ -9,7 +9,8 @@ import asyncio
 import pytest
 
 from server.config import RoleConfig
-from server.show.scenes import Limits, SceneError, scene_lines
+from server.show.resuming import resume
+from server.show.scenes import TURNS_HEARD, Limits, SceneError, scene_lines
 from server.show.utterances import Utterance
 from tests.fakes import WordsLLM
 from tests.unit.show.test_stage import Show, until_final
@@ -99,35 +100,72 @@ def test_interrupting_one_role_leaves_the_others_speaking():
     assert show.voiced(end - 4800, end), "orion's end was not heard"
 
 
-def test_a_conversations_turns_answer_the_turn_before_in_rotation():
-    class Listening(WordsLLM):
-        def __init__(self) -> None:
-            super().__init__("Stars are far away.")
-            self.asked: list[str] = []
+class Listening(WordsLLM):
+    """Says its words, and keeps every prompt it was asked."""
 
-        def chat_messages(self, persona: str, prompt: str):
-            self.asked.append(prompt)
-            return super().chat_messages(persona, prompt)
+    def __init__(self) -> None:
+        super().__init__("Stars are far away.")
+        self.asked: list[str] = []
 
+    def chat_messages(self, persona: str, prompt: str):
+        self.asked.append(prompt)
+        return super().chat_messages(persona, prompt)
+
+
+def test_a_conversations_turns_answer_the_turns_before_in_rotation():
     show = cast_show()
-    show.llm = Listening()
+    show.llm = listening = Listening()
 
     async def run() -> list[Utterance]:
         async with show as stage:
-            spec = {"roles": ["nova", "orion"], "turns": 3, "topic": "the moon tonight"}
+            spec = {"roles": ["nova", "orion"], "turns": 6, "topic": "the moon tonight"}
             turns = scene_lines({"conversation": spec}, limits(show))
             stage.submit_all(turns)
             await until_final(*turns)
             return turns
 
     turns = asyncio.run(run())
-    assert [u.role for u in turns] == ["nova", "orion", "nova"]
-    assert [u.state for u in turns] == ["done"] * 3
-    first, *answers = show.llm.asked
+    assert [u.role for u in turns] == ["nova", "orion"] * 3
+    assert [u.state for u in turns] == ["done"] * 6
+    first, *answers = listening.asked
     assert first == "the moon tonight"
-    for asked, said in zip(answers, turns, strict=False):
-        assert "the moon tonight" in asked and f'{said.role.capitalize()} just said: "' in asked
-        assert said.spoken_text in asked
+    for n, asked in enumerate(answers, start=1):
+        *earlier, last = turns[max(0, n - TURNS_HEARD) : n]
+        assert asked.startswith("The topic: the moon tonight\n"), asked
+        # the turn it answers, and the ones before that, as they were spoken
+        assert f'{last.role.capitalize()} just said: "{last.spoken_text}"' in asked, asked
+        for said in earlier:
+            assert f'{said.role.capitalize()} said: "{said.spoken_text}"' in asked, asked
+        assert asked.count(" said: ") == len(earlier) + 1, asked  # no more than TURNS_HEARD
+
+
+def test_a_conversations_turn_after_a_restart_answers_the_turns_the_logbook_kept():
+    show = cast_show()
+    show.llm = listening = Listening()
+    # what the logbook kept: two turns finished before the restart, the third still queued
+    finished = [
+        {"id": "t1", "role": "nova", "spoken_text": "The moon is full.", "reply_to": None},
+        {"id": "t2", "role": "orion", "spoken_text": "And bright.", "reply_to": "t1"},
+    ]
+    place = {"after": "t2", "overlap_ms": 0, "reply_to": "t2"}
+    row = {"id": "t3", "role": "nova", "mode": "chat", "text": "the moon tonight"}
+    row |= {"state": "queued", "accepted_ms": 0, "restarts": 0, "scene": place}
+
+    async def run() -> Utterance:
+        async with show as stage:
+            resume(stage, [row], finished, show.cfg.role)
+            turn = next(u for u in stage.history if u.id == "t3")
+            await until_final(turn)
+            return turn
+
+    turn = asyncio.run(run())
+    assert turn.state == "done", turn.error
+    assert listening.asked == [
+        "The topic: the moon tonight\n"
+        'Nova said: "The moon is full."\n'
+        'Orion just said: "And bright."\n'
+        "Answer Orion in one or two short sentences."
+    ]
 
 
 def test_a_scene_is_taken_whole_or_not_at_all():
