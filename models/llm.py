@@ -41,6 +41,7 @@ from models.catalogue import (
     packaged_smollm2_gguf,
 )
 from models.device import resolve, torch_device
+from models.prefixcache import PrefixCache
 from models.protocols import DEFAULT_MAX_NEW_TOKENS, LLM, Messages, TokenPiece
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -202,6 +203,7 @@ class ChatLLM(LLM):
         # and a cancelled one may still be finishing its last token.
         self._generate_lock = threading.Lock()
         self.last_thread: threading.Thread | None = None
+        self.prefixes = PrefixCache(self.model)  # each persona's keys and values, reused
 
     def chat_messages(self, persona: str, prompt: str) -> Messages:
         """System persona + user prompt, in the shape `stream` takes."""
@@ -228,6 +230,7 @@ class ChatLLM(LLM):
             messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
         )
         inputs = cast(BatchEncoding, encoded).to(self.device)  # return_dict: a BatchEncoding
+        prefix = self._persona_ids(messages)
         cancel = cancel or threading.Event()
         closed = threading.Event()
         tokens: queue.Queue[Any] = queue.Queue()
@@ -250,7 +253,8 @@ class ChatLLM(LLM):
         def run() -> None:
             try:
                 with self._generate_lock, torch.inference_mode():
-                    self.model.generate(**kwargs)
+                    past = self.prefixes.start(prefix, inputs["input_ids"])
+                    self.model.generate(**kwargs, cache=past)
                 tokens.put(_END)
             except BaseException as error:  # surfaced in the consumer's thread
                 tokens.put(error)
@@ -285,6 +289,14 @@ class ChatLLM(LLM):
         finally:
             closed.set()
             thread.join()
+
+    def _persona_ids(self, messages: Messages) -> list[int]:
+        """The tokens of the prompt's system message (its persona), as the template renders
+        them; none where it has none."""
+        if not messages or messages[0]["role"] != "system":
+            return []
+        rendered = self.tokenizer.apply_chat_template(messages[:1], return_dict=True)
+        return list(cast(BatchEncoding, rendered)["input_ids"])
 
     def warm_up(self) -> None:
         """Run one short generation so the first real request does not pay for setup."""

@@ -3,9 +3,10 @@ weights, answered by arrival (FIFO) and by the role scheduler, in one run on one
 
 The dubbing study claims −68 % mean and −63 % p95 latency against FIFO from role priority
 and batching. Here each mode gets the same requests (seeded), all sent at once to a server
-whose dubbing desk is set to that mode; the models are loaded once and shared. A last table
-times Piper on one batch of sentences against the same sentences one by one: what batching
-by voice could save on this machine.
+whose dubbing desk is set to that mode; the models are loaded once and shared. A table times
+Piper on one batch of sentences against the same sentences one by one: what batching by voice
+could save on this machine; the last, the LLM's first token with each role's persona computed
+whole against reused (personas.py).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from ..config import Config, RoleConfig, load_config
 from ..loading import Models, load_models
 from .dubclient import Answer, dub
 from .inprocess import LiveServer
+from .personas import persona_table
 from .table import pct, render
 
 KEY = "bench-roles-dubbing-key"
@@ -222,5 +224,6 @@ def main(args: argparse.Namespace) -> int:
     models = load_models(cfg, lambda msg: None)
     bodies = requests(args.requests, seed=7)
     runs = {name: storm(models, mode, bodies) for name, mode in MODES}
-    print(report(runs, args.requests, batch_table(models)))
+    grouped = [batch_table(models), persona_table(models.llm)]
+    print(report(runs, args.requests, "\n\n".join(grouped)))
     return 0

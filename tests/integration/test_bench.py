@@ -137,3 +137,6 @@ def test_bench_roles_prints_fifo_beside_the_scheduler_and_the_batch_timings():
     verdicts = [r["max ≤ bound"] for r in waits.values()]
     assert len(waits) == 8 and "holds" in verdicts and set(verdicts) <= {"holds", "no lines"}
     assert set(rows_of(out, "## Piper, one voice")) == {"1", "2", "4", "8"}
+    personas = rows_of(out, "## the LLM's first token")
+    assert set(personas) == {"computed whole", "reused"}, out
+    assert all(float(row["median"]) > 0 for row in personas.values()), out

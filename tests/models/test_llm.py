@@ -79,6 +79,53 @@ def test_stream_yields_the_reply_token_by_token(loaded: Loaded) -> None:
     assert len(pieces) <= 40
 
 
+class NoPrefixes:
+    """A prefix cache that never has the persona: every prompt computed whole."""
+
+    def start(self, prefix: list[int], prompt: object) -> None:
+        return None
+
+
+@pytest.mark.models
+def test_a_personas_keys_and_values_are_computed_once_and_the_reply_is_the_same(
+    loaded: Loaded,
+) -> None:
+    llm = loaded.llm
+    persona = "You are Orion, a dry, kind amateur astronomer. Answer in one short sentence."
+    prompts = ["Which planet is up tonight?", "Is the moon full?"]
+    computed: list[int] = []  # tokens in each forward pass: the prompt's, then one a token
+
+    def count(module: object, args: tuple, kwargs: dict) -> None:
+        computed.append(kwargs["input_ids"].shape[-1])
+
+    def reply(prompt: str) -> tuple[str, list[int]]:
+        """The reply, and the passes over more than one token: the prompt's."""
+        computed.clear()
+        messages = llm.chat_messages(persona, prompt)
+        text = "".join(p.text for p in llm.stream(messages, max_new_tokens=12, temperature=0.0))
+        return text, [n for n in computed if n > 1]
+
+    hook = llm.model.register_forward_pre_hook(count, with_kwargs=True)
+    kept = llm.prefixes
+    try:
+        llm.prefixes = NoPrefixes()  # type: ignore[assignment]
+        whole = [reply(p) for p in prompts]
+        llm.prefixes = kept
+        misses = kept.misses
+        reused = [reply(p) for p in prompts]
+    finally:
+        llm.prefixes = kept
+        hook.remove()
+    persona_tokens = len(llm._persona_ids(llm.chat_messages(persona, "")))
+    assert persona_tokens > 10
+    # the persona once (its first reply computes it on its own), then only what follows it
+    assert kept.misses == misses + 1
+    (n1,), (n2,) = [n for _, n in whole]
+    assert [n for _, n in reused] == [[persona_tokens, n1 - persona_tokens], [n2 - persona_tokens]]
+    # the same words, greedily decoded, as from the whole prompt
+    assert [t for t, _ in reused] == [t for t, _ in whole]
+
+
 @pytest.mark.models
 def test_decode_time_leaves_out_the_holds_between_tokens(loaded: Loaded) -> None:
     # the speech-first gate holds the LLM between tokens: that is not decoding, and must not
