@@ -14,6 +14,9 @@ from .config import load_config
 
 
 def serve(args: argparse.Namespace) -> int:
+    from . import heap
+
+    heap.fewer_arenas()  # before the models start their threads
     from .app import build_app
 
     cfg = load_config(args.config)

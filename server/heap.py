@@ -11,6 +11,12 @@ collection from then on, so a pause at 2 a.m. shows up in the metrics with its g
 glibc keeps memory freed in the middle of its heap: after hundreds of peers opened and
 closed, the process kept 100 MB it no longer used. `hand_back_every()` returns it
 (malloc_trim, 4 ms the first time, 0.1 ms after) once a minute, off the loop's thread.
+
+It also gave each thread that allocated its own heap (an arena, 64 MB at a time: glibc allows
+eight per core), and the show's threads (the TTS's, the LLM's, the loop's helpers) left free
+memory scattered through a dozen of them; a page freed in one was reused only by its own
+threads, so the process kept touching new ones: resident memory grew by about a megabyte a
+minute all night. `fewer_arenas()` allows two, which the show's threads share.
 """
 
 from __future__ import annotations
@@ -59,17 +65,27 @@ def unsettle() -> None:
     gc.unfreeze()
 
 
-def _malloc_trim() -> Any | None:
+def _libc(function: str) -> Any | None:
     name = ctypes.util.find_library("c")
     try:
-        return ctypes.CDLL(name).malloc_trim if name else None
-    except (OSError, AttributeError):  # not glibc: nothing to hand back this way
+        return getattr(ctypes.CDLL(name), function) if name else None
+    except (OSError, AttributeError):  # not glibc: nothing to tune or hand back this way
         return None
+
+
+M_ARENA_MAX = -8  # mallopt's parameter (malloc.h)
+
+
+def fewer_arenas(arenas: int = 2) -> bool:
+    """Let glibc's threads share `arenas` heaps; call before any thread allocates (glibc
+    settles the limit when a thread first needs an arena of its own). True where it took."""
+    mallopt = _libc("mallopt")
+    return mallopt is not None and mallopt(M_ARENA_MAX, arenas) == 1
 
 
 async def hand_back_every(period_s: float = 60.0) -> None:
     """Give the heap's freed memory back to the system every `period_s`, for good."""
-    trim = _malloc_trim()
+    trim = _libc("malloc_trim")
     if trim is None:
         return
     while True:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import re
+import subprocess
+import sys
 
 from server import heap
 from tests.harness import page_text
@@ -21,7 +23,7 @@ def test_a_live_show_has_frozen_its_long_lived_objects_and_exports_each_pause(to
 
 def test_freed_memory_is_handed_back_each_period(monkeypatch):
     trims: list[int] = []
-    monkeypatch.setattr(heap, "_malloc_trim", lambda: trims.append)
+    monkeypatch.setattr(heap, "_libc", lambda name: trims.append if name == "malloc_trim" else None)
 
     async def run() -> None:
         task = asyncio.create_task(heap.hand_back_every(0.05))
@@ -30,3 +32,34 @@ def test_freed_memory_is_handed_back_each_period(monkeypatch):
 
     asyncio.run(run())
     assert 4 <= len(trims) <= 6 and set(trims) == {0}
+
+
+# Eight threads alive at once, each allocating; then glibc's count of its heaps (malloc_stats
+# prints one "Arena N:" block per heap to the process's stderr).
+THREADS_ALLOCATE = """
+import ctypes, sys, threading
+from server import heap
+if sys.argv[1] == "fewer":
+    assert heap.fewer_arenas(2)
+together = threading.Barrier(8)
+def work():
+    kept = [bytearray(4096) for _ in range(64)]
+    together.wait()
+ts = [threading.Thread(target=work) for _ in range(8)]
+for t in ts: t.start()
+for t in ts: t.join()
+ctypes.CDLL(None).malloc_stats()
+"""
+
+
+def _arenas(mode: str) -> int:
+    done = subprocess.run(
+        [sys.executable, "-c", THREADS_ALLOCATE, mode], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    return len(re.findall(r"^Arena \d+:", done.stderr, re.M))
+
+
+def test_the_shows_threads_share_two_heaps():
+    assert _arenas("default") > 2  # glibc alone gives each thread one of its own
+    assert 1 <= _arenas("fewer") <= 2
