@@ -12,11 +12,13 @@ glibc keeps memory freed in the middle of its heap: after hundreds of peers open
 closed, the process kept 100 MB it no longer used. `hand_back_every()` returns it
 (malloc_trim, 4 ms the first time, 0.1 ms after) once a minute, off the loop's thread.
 
-It also gave each thread that allocated its own heap (an arena, 64 MB at a time: glibc allows
-eight per core), and the show's threads (the TTS's, the LLM's, the loop's helpers) left free
-memory scattered through a dozen of them; a page freed in one was reused only by its own
-threads, so the process kept touching new ones: resident memory grew by about a megabyte a
-minute all night. `fewer_arenas()` allows two, which the show's threads share.
+It also gives each thread that allocates a heap of its own (an arena, 64 MB at a time, up to
+eight per core), and what one thread frees only its own reuses: the LLM's keys and values,
+which grow a little with every token, left holes of every size in each. Forty LLM replies in a
+row left 24 MB more resident, trimmed; with `fewer_arenas()` (two, which the show's threads
+share), 6 MB. (Keeping glibc's threshold for mapping a block apart at 128 KB, instead of the
+size of the largest block freed, left none, but Piper then took half as much CPU again: its
+large temporaries were mapped and faulted in on every sentence.)
 """
 
 from __future__ import annotations
