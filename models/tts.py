@@ -89,8 +89,8 @@ def _session(
     # onnxruntime's own arena keeps every block it ever took, and takes more when a sentence
     # of a new length needs a shape it has no room for: 80 sentences of 3-40 words grew the
     # process from 438 to 818 MB, none of it given back. Without it the blocks go back to
-    # malloc (and the show's trim hands them back): 348 to 352 MB, at the same CPU a second of
-    # speech (81-88 ms against 76-81, run to run)
+    # malloc (and the show's trim hands them back): 348 to 352 MB, for 1-8 % more time a
+    # sentence (156-165 ms against 152-155 here)
     options.enable_cpu_mem_arena = False
     # by default one thread, the caller's: it runs on the thread that asks (the show's TTS
     # thread, which yields the CPU to the audio path); a pool is started by the thread that
