@@ -22,8 +22,7 @@ class PrefixCache:
         self.model = model
         self.most = most  # personas kept, the least recently used let go first
         self._kept: OrderedDict[tuple[int, ...], DynamicCache] = OrderedDict()
-        self.hits = 0
-        self.misses = 0
+        self.misses = 0  # personas computed (again, where one was let go)
 
     def start(self, prefix: list[int], prompt: torch.Tensor) -> DynamicCache | None:
         """A copy of the cache of `prefix` (token ids) where the prompt (ids, batch of 1)
@@ -44,6 +43,12 @@ class PrefixCache:
             while len(self._kept) > self.most:
                 self._kept.popitem(last=False)
         else:
-            self.hits += 1
             self._kept.move_to_end(key)
         return copy.deepcopy(cache)
+
+
+class NoPrefixes:
+    """Keeps no persona: every prompt computed whole (the baseline reuse is measured against)."""
+
+    def start(self, prefix: list[int], prompt: torch.Tensor) -> None:
+        return None

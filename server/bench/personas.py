@@ -11,6 +11,8 @@ import statistics
 import time
 from typing import Any
 
+from models.prefixcache import NoPrefixes
+
 from ..config import default_cast
 from .table import pct, render
 
@@ -20,13 +22,6 @@ PROMPTS = [
     "What is a good midnight snack?", "Name a constellation.", "What is a comet?",
     "Wish everyone a good night.",
 ]  # fmt: skip
-
-
-class _Whole:
-    """No persona kept: every prompt computed whole."""
-
-    def start(self, prefix: list[int], prompt: Any) -> None:
-        return None
 
 
 def _first_token_ms(llm: Any, persona: str, prompt: str) -> float:
@@ -47,7 +42,7 @@ def persona_table(llm: Any, reps: int = 2) -> str:
         for persona in [role.persona for role in default_cast()]:
             _first_token_ms(llm, persona, PROMPTS[0])  # the persona kept, the threads warm
             for prompt in PROMPTS * reps:
-                llm.prefixes = _Whole()
+                llm.prefixes = NoPrefixes()
                 whole.append(_first_token_ms(llm, persona, prompt))
                 llm.prefixes = kept
                 reused.append(_first_token_ms(llm, persona, prompt))

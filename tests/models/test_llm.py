@@ -12,6 +12,7 @@ import pytest
 
 from models.catalogue import ModelNotFound
 from models.llm import ChatLLM, TokenPiece
+from models.prefixcache import NoPrefixes
 
 PERSONA = "You are Nova, a cheerful late-night streamer. Answer in one or two short sentences."
 LONG_PROMPT = "Tell me a long, detailed story about a cat who runs a night bakery."
@@ -77,13 +78,6 @@ def test_stream_yields_the_reply_token_by_token(loaded: Loaded) -> None:
     assert all(b >= a for a, b in zip(times, times[1:], strict=False))
     assert times[-1] > times[0]
     assert len(pieces) <= 40
-
-
-class NoPrefixes:
-    """A prefix cache that never has the persona: every prompt computed whole."""
-
-    def start(self, prefix: list[int], prompt: object) -> None:
-        return None
 
 
 @pytest.mark.models
