@@ -180,18 +180,21 @@ class Stage:
         the records of what was finished before it."""
         turns: list[tuple[str, str]] = []
         link = utt.reply_to
-        while link is not None and len(turns) < TURNS_HEARD:
-            said = self._said(link)
-            if said is not None:
-                turns.append((said.role, said.spoken_text))
-                link = said.reply_to
-                continue
-            kept = next((r for r in reversed(self.before_restart) if r.get("id") == link), None)
-            if kept is None:
-                break
-            turns.append((str(kept.get("role", "")), str(kept.get("spoken_text") or "")))
-            link = kept.get("reply_to")
+        while link is not None and len(turns) < TURNS_HEARD and (turn := self._turn(link)):
+            role, spoken, link = turn
+            turns.append((role, spoken))
         return turns[::-1]
+
+    def _turn(self, utt_id: str) -> tuple[str, str, str | None] | None:
+        """A line's role, its text as spoken and the line it answered, from the history or
+        the records kept from before a restart."""
+        said = self._said(utt_id)
+        if said is not None:
+            return said.role, said.spoken_text, said.reply_to
+        kept = next((r for r in reversed(self.before_restart) if r.get("id") == utt_id), None)
+        if kept is None:
+            return None
+        return str(kept.get("role", "")), str(kept.get("spoken_text") or ""), kept.get("reply_to")
 
     # ---- what the pages and the host are told ----------------------------------------------
     def upcoming(self) -> list[tuple[str, dict]]:
