@@ -10,6 +10,7 @@ Blocking API, meant to be driven from an executor thread; no asyncio here.
 
 from __future__ import annotations
 
+import copy
 import os
 import threading
 from collections.abc import Iterator
@@ -150,6 +151,16 @@ class PiperSpeaker(TTS):
             build = lambda: _session(path, loaded, self.URGENT_THREADS)  # noqa: E731
             self._urgent = _built_lower(build, self.URGENT_NICE)
         self.sample_rate: int = self.voice.config.sample_rate
+
+    def sibling(self) -> PiperSpeaker:
+        """A speaker of the same voice on this one's one-thread session, for another thread
+        (a dubbing worker's): onnxruntime runs a session from several threads at once, so the
+        weights are not loaded twice (a second load took 140 MB more). Each has its own
+        PiperVoice, whose session it sets per call; espeak-ng's phonemizer holds the GIL."""
+        twin = copy.copy(self)
+        twin.voice = copy.copy(self.voice)
+        twin.voice.session = twin._urgent = self._calm
+        return twin
 
     def speak(
         self, text: str, style: VoiceStyle | None = None, urgent: bool = False

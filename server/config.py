@@ -175,6 +175,9 @@ class DubConfig:
     max_lines: int = 50  # in one request
     queue_size: int = 256  # lines waiting, of every request together (a full queue: 429)
     scheduler: str = "roles"  # "roles": by role weight with aging; "fifo": by arrival
+    # lines spoken at once: the first behind the show's speech on its TTS thread, each other
+    # on a thread of its own (the same voice and weights; more than one a core gains nothing)
+    workers: int = 1
 
 
 @dataclass

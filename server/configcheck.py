@@ -51,7 +51,7 @@ def check(cfg: Config) -> None:
         raise ValueError(f'dub.scheduler must be "roles" or "fifo", not {d.scheduler!r}')
     if not _number(d.lines_per_minute) or not d.lines_per_minute > 0:
         raise ValueError(f"dub.lines_per_minute must be positive, not {d.lines_per_minute!r}")
-    for name in ("burst", "max_lines", "queue_size"):
+    for name in ("burst", "max_lines", "queue_size", "workers"):
         _whole(d, "dub", name)
     t = cfg.time
     polls = (t.min_poll_s, t.max_poll_s, t.ptp_poll_s)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from models.protocols import ASR, LLM, TTS
@@ -26,10 +26,12 @@ class Models:
         asr: ASR | None,
         asr_thread: ModelThread | None = None,
         light: TTS | None = None,
+        dubbing: Sequence[TTS] = (),
     ) -> None:
         self.llm, self.tts, self.asr = llm, tts, asr
         self.asr_thread = asr_thread  # the low-priority thread the ASR was built on
         self.light = light  # the night's light voice (fallback level 2)
+        self.dubbing = list(dubbing)  # the dubbing desk's other workers' voices
 
 
 def load_models(cfg: Config, progress: Callable[[str], None] | None = None) -> Models:
@@ -48,6 +50,8 @@ def load_models(cfg: Config, progress: Callable[[str], None] | None = None) -> M
     tts.warm_up()
     light = EspeakSpeaker(cfg.night.light_voice)  # the night's: milliseconds a sentence
     light.warm_up()
+    # each dubbing worker past the first speaks the same voice on a thread of its own
+    dubbing = [tts.sibling() for _ in range(cfg.dub.workers - 1)]
     say(f"TTS ready in {time.perf_counter() - t:.1f} s; loading LLM")
     t = time.perf_counter()
     llm = ChatLLM(
@@ -69,4 +73,4 @@ def load_models(cfg: Config, progress: Callable[[str], None] | None = None) -> M
         asr = asr_thread.run_sync(Transcriber, mc.asr_model, cache, mc.device)
         asr_thread.run_sync(asr.warm_up)
         say(f"ASR ready in {time.perf_counter() - t:.1f} s")
-    return Models(llm, tts, asr, asr_thread, light)
+    return Models(llm, tts, asr, asr_thread, light, dubbing)

@@ -38,8 +38,19 @@ def setup(app: web.Application) -> None:
     def speaking():  # the show's, once its models are loaded
         return live.stage.pipeline.speaking if live.stage is not None else None
 
+    def voices():  # the other workers', loaded with the models
+        return live.models.dubbing if live.models is not None else ()
+
     dc = cfg.dub
-    app[DESK] = desk = DubDesk(speaking, cfg.roles, dc.queue_size, fifo=dc.scheduler == "fifo")
+    app[DESK] = desk = DubDesk(
+        speaking,
+        cfg.roles,
+        dc.queue_size,
+        fifo=dc.scheduler == "fifo",
+        workers=dc.workers,
+        voices=voices,
+        deadline_s=cfg.models.tts_deadline_s,
+    )
     app[LIMITS] = PerAddress(dc.lines_per_minute, dc.burst)
     app.router.add_post("/api/v1/dub", dub)
 

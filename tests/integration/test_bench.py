@@ -127,9 +127,11 @@ def test_bench_nights_prints_simulated_nights_and_what_each_level_saves():
 
 
 def test_bench_roles_prints_fifo_beside_the_scheduler_and_the_batch_timings():
+    from server.bench.roles import WORKERS
+
     out = allnighter("roles", "--requests", "8")
     modes = rows_of(out, "## bench roles")
-    assert set(modes) == {"FIFO", "role scheduler"}
+    assert set(modes) == {"FIFO", "role scheduler", f"role scheduler, {WORKERS} workers"}
     for row in modes.values():
         assert row["requests"] == "8" and row["failed"] == "0" and row["refused"] == "0"
         assert float(row["first audio mean"]) > 0 and float(row["speech s/s"]) > 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -144,3 +145,28 @@ def test_the_default_casts_voices_are_told_apart_by_their_pitch(speaker: PiperSp
     for a, b in combinations(f0, 2):
         low, high = sorted((f0[a], f0[b]))
         assert high / low >= 1.15, f0
+
+
+@pytest.mark.models
+def test_a_sibling_speaks_the_same_voice_from_another_thread_at_once(
+    speaker: PiperSpeaker,
+) -> None:
+    twin = speaker.sibling()
+    texts = ["Good evening, and welcome back.", "Who is on the line?", "Count the stars."] * 2
+    steady = VoiceStyle(noise_scale=0.0, noise_w_scale=0.0)  # no noise: the same samples
+
+    def say(voice: PiperSpeaker, out: list[np.ndarray]) -> None:
+        for text in texts:
+            out.append(np.concatenate([c.audio for c in voice.speak(text, steady)]))
+
+    alone: list[np.ndarray] = []
+    say(speaker, alone)
+    ours: list[np.ndarray] = []
+    theirs: list[np.ndarray] = []
+    other = threading.Thread(target=say, args=(twin, theirs))
+    other.start()
+    say(speaker, ours)
+    other.join()
+    assert len(ours) == len(theirs) == len(texts)
+    for a, b, c in zip(alone, ours, theirs, strict=True):
+        assert np.array_equal(a, b) and np.array_equal(a, c)

@@ -41,6 +41,7 @@ def test_a_token_is_generated_when_none_is_set():
         ('[stage]\nviseme_hold_ms = "long"\n', "viseme_hold_ms"),
         ('[[roles]]\nname = "nova"\nweight = 0\n', 'roles "nova": weight'),
         ('[[roles]]\nname = "nova"\nqueue_cap = 0\n', 'roles "nova".queue_cap'),
+        ("[dub]\nworkers = 0\n", "dub.workers must be a whole number of at least 1"),
     ],
 )
 def test_unknown_or_empty_settings_are_refused(tmp_path, text, message):

@@ -141,6 +141,32 @@ def test_the_shows_calls_go_before_dubbings_waiting_on_the_model_thread():
     assert order == ["show", "dub 0", "dub 1", "dub 2"]
 
 
+def test_a_second_worker_speaks_lines_while_the_shows_tts_thread_is_held():
+    cfg = load_config(None, env={"ALLNIGHTER_HOST_TOKEN": TOKEN})
+    cfg.dub.api_keys, cfg.dub.workers = [KEY], 2
+    shows, own = ToneTTS(word_s=0.05, gap_s=0.05), ToneTTS(word_s=0.05, gap_s=0.05)
+    srv = LiveServer(cfg, Models(WordsLLM(), shows, None, dubbing=[own])).start()
+
+    async def run() -> tuple[list[int], list[int]]:
+        shows.running.clear()  # the first line taken up waits on the show's TTS thread
+        one = {"lines": [{"role": "nova", "text": "one line"}]}
+        calls = [asyncio.ensure_future(dub(srv.url, KEY, one)) for _ in range(4)]
+        for _ in range(200):  # the other three, spoken by the second worker meanwhile
+            if sum(c.done() for c in calls) >= 3:
+                break
+            await asyncio.sleep(0.05)
+        while_held = [c.result().status for c in calls if c.done()]
+        shows.running.set()
+        return while_held, [(await c).status for c in calls]
+
+    try:
+        while_held, after = asyncio.run(run())
+    finally:
+        shows.running.set()
+        srv.stop()
+    assert while_held == [200, 200, 200] and after == [200] * 4
+
+
 def test_a_client_that_hangs_up_has_its_waiting_lines_taken_out():
     from server.dub.api import DESK
 
