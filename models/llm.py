@@ -2,7 +2,7 @@
 
 The model ships as a Q4_1 GGUF. transformers can read GGUF but only by dequantizing it,
 which takes 10-40 s, and it refuses to `save_pretrained` a GGUF-loaded model. So the
-first start converts it once into a plain safetensors folder in the cache (rebuilding
+first start converts it once (gguf.py) into a plain safetensors folder in the cache (rebuilding
 the model from its config, minus the GGUF quantization_config) and every later start
 loads that folder in about a second.
 
@@ -25,15 +25,15 @@ import queue
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, cast
 
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, BatchEncoding, StoppingCriteria
-from transformers.generation.streamers import BaseStreamer
 from transformers.utils import logging as hf_logging
 
+from models.batching import RowStreamer, middle_padded
 from models.catalogue import (
     cached_conversion,
     default_cache_dir,
@@ -41,6 +41,7 @@ from models.catalogue import (
     packaged_smollm2_gguf,
 )
 from models.device import resolve, torch_device
+from models.gguf import cache_folder, convert, is_converted
 from models.prefixcache import PrefixCache
 from models.protocols import DEFAULT_MAX_NEW_TOKENS, LLM, Messages, TokenPiece
 
@@ -63,35 +64,6 @@ def _stderr(message: str) -> None:
     print(f"[llm] {message}", file=sys.stderr, flush=True)
 
 
-class _QueueStreamer(BaseStreamer):
-    """Hands generated token ids from the generate thread to the consumer, time-stamped."""
-
-    def __init__(
-        self, out: queue.Queue[Any], between_tokens: Callable[[], None] | None = None
-    ) -> None:
-        self._out = out
-        self._between = between_tokens
-        self._prompt_seen = False
-        self._resumed: float | None = None  # when the model went on after the last token
-
-    def put(self, value: torch.Tensor) -> None:
-        now = time.perf_counter()
-        if not self._prompt_seen:  # generate() first echoes the prompt ids: skip them
-            self._prompt_seen = True
-            return
-        decode = None if self._resumed is None else now - self._resumed
-        for token_id in value.reshape(-1).tolist():
-            self._out.put((int(token_id), now, decode))
-        # generate() hands a token to the streamer just before it computes the next one:
-        # the caller may hold it here (see `between_tokens` in ChatLLM.stream)
-        if self._between is not None:
-            self._between()
-        self._resumed = time.perf_counter()
-
-    def end(self) -> None:
-        pass  # the thread wrapper posts the end marker, also when generate() raises
-
-
 class _StopOnEvent(StoppingCriteria):
     """Stops generate() at the next token once any of the events is set."""
 
@@ -107,38 +79,6 @@ class _StopOnEvent(StoppingCriteria):
 
 
 _END = object()
-
-
-def _cache_folder(gguf: Path, cache_dir: Path) -> Path:
-    # Keyed by file name + size so a different GGUF gets its own converted copy.
-    return cache_dir / "llm" / f"{gguf.stem}-{gguf.stat().st_size}"
-
-
-def _convert(gguf: Path, target: Path, progress: Callable[[str], None]) -> None:
-    """Dequantize the GGUF with transformers and write it as safetensors into `target`."""
-    started = time.perf_counter()
-    progress(f"converting {gguf.name} (one-off GGUF dequantization, 10-40 s) ...")
-    folder, name = str(gguf.parent), gguf.name
-    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name, local_files_only=True)
-    loaded = AutoModelForCausalLM.from_pretrained(
-        folder, gguf_file=name, dtype=torch.float32, local_files_only=True
-    )
-    # save_pretrained refuses a model that carries a GGUF quantization_config, so build
-    # a plain model from the same config without it and copy the dequantized weights in.
-    config_dict = loaded.config.to_dict()
-    config_dict.pop("quantization_config", None)
-    config_dict.pop("_model_name_or_path", None)
-    config = type(loaded.config).from_dict(config_dict)
-    plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-    plain.load_state_dict(loaded.state_dict())
-    plain.generation_config = loaded.generation_config
-    plain.save_pretrained(target)
-    tokenizer.save_pretrained(target)
-    progress(f"converted {gguf.name} in {time.perf_counter() - started:.1f} s")
-
-
-def _is_converted(folder: Path) -> bool:
-    return (folder / "config.json").is_file() and any(folder.glob("*.safetensors"))
 
 
 class ChatLLM(LLM):
@@ -171,13 +111,13 @@ class ChatLLM(LLM):
         self.dtype = dtype
         if threads is not None:
             torch.set_num_threads(threads)
-        folder = _cache_folder(gguf, cache_dir or default_cache_dir())
+        folder = cache_folder(gguf, cache_dir or default_cache_dir())
         # transformers' tqdm bars are noise in a server log; silence them while we load.
         bars_were_on = hf_logging.is_progress_bar_enabled()
         hf_logging.disable_progress_bar()
         try:
             self.cache_path = cached_conversion(
-                folder, lambda tmp: _convert(gguf, tmp, progress), _is_converted
+                folder, lambda tmp: convert(gguf, tmp, progress), is_converted
             )
             started = time.perf_counter()
             progress(f"loading {folder.name} on {self.device} ...")
@@ -216,6 +156,8 @@ class ChatLLM(LLM):
         temperature: float = 0.7,
         cancel: threading.Event | None = None,
         between_tokens: Callable[[], None] | None = None,
+        also: Sequence[Messages] = (),
+        kept: Callable[[list[str | None]], None] | None = None,
     ) -> Iterator[TokenPiece]:
         """Yield the reply one token at a time (blocking generator).
 
@@ -225,12 +167,15 @@ class ChatLLM(LLM):
         prompt echo, no special tokens. `between_tokens` runs on the generate thread after
         each token is handed out and before the next is computed; it may block briefly to
         give the CPU to more urgent work.
+
+        `also`: prompts of the same persona, answered beside this one in one generation
+        (batching.py) where their tokens allow; `kept(replies)` gets theirs when it ends
+        (None for one cut short). The generator finishes with this reply; the thread goes
+        on, holding the model, until the others are whole.
         """
-        encoded = self.tokenizer.apply_chat_template(
-            messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
-        )
-        inputs = cast(BatchEncoding, encoded).to(self.device)  # return_dict: a BatchEncoding
         prefix = self._persona_ids(messages)
+        inputs = self._inputs(messages, prefix, also)
+        rows = inputs["input_ids"].shape[0]
         cancel = cancel or threading.Event()
         closed = threading.Event()
         tokens: queue.Queue[Any] = queue.Queue()
@@ -246,18 +191,26 @@ class ChatLLM(LLM):
             repetition_penalty=1.1,
             pad_token_id=self._pad_id,
             eos_token_id=self._eos_ids,
-            streamer=_QueueStreamer(tokens, between_tokens),
+            streamer=(streamer := RowStreamer(tokens, _END, self._eos_ids, rows, between_tokens)),
             stopping_criteria=[_StopOnEvent(cancel, closed)],
         )
 
         def run() -> None:
+            replies: list[str | None] = [None] * len(also)
             try:
                 with self._generate_lock, torch.inference_mode():
-                    past = self.prefixes.start(prefix, inputs["input_ids"])
+                    past = self.prefixes.start(prefix, inputs["input_ids"][:1])
+                    if past is not None and rows > 1:
+                        past.batch_repeat_interleave(rows)  # the persona, once a row
                     self.model.generate(**kwargs, cache=past)
+                    cut = cancel.is_set() or closed.is_set()  # stopped, not ended
+                    replies = self._replies(streamer, len(also), cut)
                 tokens.put(_END)
             except BaseException as error:  # surfaced in the consumer's thread
                 tokens.put(error)
+            finally:
+                if kept is not None and also:
+                    kept(replies)
 
         thread = threading.Thread(target=run, name="llm-generate", daemon=True)
         self.last_thread = thread
@@ -287,8 +240,43 @@ class ChatLLM(LLM):
                 yield TokenPiece(piece, index, produced_at, decode_s)
                 index += 1
         finally:
-            closed.set()
-            thread.join()
+            if not streamer.ended[0] or cancel.is_set():  # left early: every row stops
+                closed.set()
+            if rows == 1 or closed.is_set():  # else it goes on with the others' replies
+                thread.join()
+
+    def _inputs(self, messages: Messages, prefix: list[int], also: Sequence[Messages]) -> Any:
+        """The prompt's ids and mask: with `also`, a row each (batching.py) where all start
+        with the persona's tokens; else the prompt's alone."""
+
+        def ids(m: Messages) -> list[int]:
+            rendered = self.tokenizer.apply_chat_template(
+                m, add_generation_prompt=True, return_dict=True
+            )
+            return list(cast(BatchEncoding, rendered)["input_ids"])
+
+        if also:
+            rows = middle_padded(prefix, [ids(m) for m in (messages, *also)])
+            if rows is not None:
+                return {
+                    "input_ids": rows[0].to(self.device),
+                    "attention_mask": rows[1].to(self.device),
+                }
+        encoded = self.tokenizer.apply_chat_template(
+            messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
+        )
+        return cast(BatchEncoding, encoded).to(self.device)  # return_dict: a BatchEncoding
+
+    def _replies(self, streamer: RowStreamer, n: int, cut: bool) -> list[str | None]:
+        """The rows past the first, decoded; None for one cut short (or never a row)."""
+        out: list[str | None] = []
+        for row in range(1, n + 1):
+            if row >= len(streamer.kept) or (cut and not streamer.ended[row]):
+                out.append(None)
+                continue
+            ids = [t for t in streamer.kept[row] if t not in self._special_ids]
+            out.append(cast(str, self.tokenizer.decode(ids, clean_up_tokenization_spaces=False)))
+        return out
 
     def _persona_ids(self, messages: Messages) -> list[int]:
         """The tokens of the prompt's system message (its persona), as the template renders

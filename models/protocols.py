@@ -14,7 +14,7 @@ loading torch, Piper or CTranslate2.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -95,9 +95,14 @@ class LLM(Protocol):
         temperature: float = 0.7,
         cancel: threading.Event | None = None,
         between_tokens: Callable[[], None] | None = None,
+        also: Sequence[Messages] = (),
+        kept: Callable[[list[str | None]], None] | None = None,
     ) -> Iterator[TokenPiece]:
         """The reply, one token at a time; it stops at the next token once `cancel` is set.
-        `between_tokens` runs after each token is handed out, before the next is computed."""
+        `between_tokens` runs after each token is handed out, before the next is computed.
+        `also`: prompts whose replies may be written beside this one; a model that does so
+        hands them to `kept` (None for one it did not finish), one that does not never
+        calls it."""
         ...
 
     def warm_up(self) -> None: ...

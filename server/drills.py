@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from aiohttp import web
@@ -105,8 +105,12 @@ class DrilledLLM:
         temperature: float = 0.7,
         cancel: threading.Event | None = None,
         between_tokens: Callable[[], None] | None = None,
+        also: Sequence[Messages] = (),
+        kept: Callable[[list[str | None]], None] | None = None,
     ) -> Iterator[TokenPiece]:
-        pieces = self._llm.stream(messages, max_new_tokens, temperature, cancel, between_tokens)
+        pieces = self._llm.stream(
+            messages, max_new_tokens, temperature, cancel, between_tokens, also, kept
+        )
         if not self._drills.strikes("llm_raises"):
             yield from pieces
             return

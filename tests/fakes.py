@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -43,10 +43,17 @@ class ToneTTS(TTS):
 
 
 class WordsLLM(LLM):
-    """Streams a fixed reply word by word, 10 ms a token."""
+    """Streams a fixed reply word by word, 10 ms a token. With `batches`, it answers the
+    prompts asked beside (`also`) too, each with `answer(prompt)`, once its reply is out."""
 
-    def __init__(self, reply: str = "Hello night owls, welcome back to the show.") -> None:
-        self.reply = reply
+    def __init__(
+        self, reply: str = "Hello night owls, welcome back to the show.", batches: bool = False
+    ) -> None:
+        self.reply, self.batches = reply, batches
+        self.generations: list[list[str]] = []  # each call's prompts: its own, then those beside
+
+    def answer(self, prompt: str) -> str:
+        return self.reply
 
     def chat_messages(self, persona: str, prompt: str) -> Messages:
         return [{"role": "system", "content": persona}, {"role": "user", "content": prompt}]
@@ -58,9 +65,20 @@ class WordsLLM(LLM):
         temperature: float = 0.7,
         cancel: threading.Event | None = None,
         between_tokens: Callable[[], None] | None = None,
+        also: Sequence[Messages] = (),
+        kept: Callable[[list[str | None]], None] | None = None,
     ) -> Iterator[TokenPiece]:
-        for i, w in enumerate(self.reply.split(" ")):
-            if cancel is not None and cancel.is_set():
-                return
-            time.sleep(0.01)
-            yield TokenPiece(w if i == 0 else " " + w, i, time.perf_counter(), 0.01 if i else None)
+        self.generations.append([m[-1]["content"] for m in (messages, *also)])
+        cut = True
+        try:
+            for i, w in enumerate(self.answer(messages[-1]["content"]).split(" ")):
+                if cancel is not None and cancel.is_set():
+                    return
+                time.sleep(0.01)
+                yield TokenPiece(
+                    w if i == 0 else " " + w, i, time.perf_counter(), 0.01 if i else None
+                )
+            cut = False
+        finally:
+            if self.batches and also and kept is not None:
+                kept([None if cut else self.answer(m[-1]["content"]) for m in also])

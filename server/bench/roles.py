@@ -28,6 +28,7 @@ from .dubclient import Answer, dub
 from .inprocess import LiveServer
 from .personas import persona_table
 from .table import pct, render
+from .together import together_table
 
 KEY = "bench-roles-dubbing-key"
 # eight roles, their weights from 8 down to 1, their voices spread in pitch
@@ -233,6 +234,6 @@ def main(args: argparse.Namespace) -> int:
     models = load_models(cfg, lambda msg: None)
     bodies = requests(args.requests, seed=7)
     runs = {name: storm(models, mode, n, bodies) for name, mode, n in MODES}
-    grouped = [batch_table(models), persona_table(models.llm)]
+    grouped = [batch_table(models), persona_table(models.llm), together_table(models.llm)]
     print(report(runs, args.requests, "\n\n".join(grouped)))
     return 0

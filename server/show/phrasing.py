@@ -12,9 +12,9 @@ import asyncio
 import contextlib
 import threading
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable, Sequence
 
-from models.protocols import LLM
+from models.protocols import LLM, Messages
 
 from ..config import ModelConfig, NightConfig, StageConfig
 from ..metrics import Metrics
@@ -23,7 +23,7 @@ from .condensing import condense
 from .inference import stream_tokens
 from .speech import SpeechFirst
 from .stamps import Stamps
-from .utterances import Utterance
+from .utterances import Utterance, UtteranceState
 
 # Token/audio alignment: a token may take at most N audio frame steps of 10 ms to decode.
 TOKEN_ALIGNMENT_FRAMES = 3
@@ -45,12 +45,18 @@ class Phrasing:
         self.night = night or NightConfig()
         self.metrics, self.gate, self.stamps = metrics, gate, stamps
 
-    async def write(self, utt: Utterance, buffer: asyncio.Queue[str | None]) -> None:
+    async def write(
+        self,
+        utt: Utterance,
+        buffer: asyncio.Queue[str | None],
+        beside: Sequence[Utterance] = (),
+    ) -> None:
         """`utt`'s phrases into `buffer` (None after the last), cut by the window its level
-        steers."""
+        steers; the replies of `beside` (waiting chat prompts of its persona) are written
+        with its own where the LLM can, and kept on them."""
         st = self.stage
         window = phrases.PhraseWindow(st.window_tokens, st.window_min, st.window_max)
-        async with contextlib.aclosing(self._tokens(utt)) as tokens:
+        async with contextlib.aclosing(self._tokens(utt, beside)) as tokens:
             async for text in tokens:
                 phrase = window.push(text) if text else None
                 if phrase:
@@ -66,18 +72,26 @@ class Phrasing:
             await buffer.put(rest)
         await buffer.put(None)
 
-    async def _tokens(self, utt: Utterance) -> AsyncGenerator[str, None]:
-        """The utterance's text as tokens: verbatim words, or the LLM's reply as it comes."""
+    async def _tokens(
+        self, utt: Utterance, beside: Sequence[Utterance]
+    ) -> AsyncGenerator[str, None]:
+        """The utterance's text as tokens: verbatim words, a reply written beside an earlier
+        one, or the LLM's reply as it comes."""
         if utt.mode == "verbatim":
             for word in phrases.word_tokens(utt.text):
                 yield word
             return
-        prompt, budget = utt.prompt or utt.text, self.models.max_new_tokens
-        if utt.level >= 1:  # the night's first step: condensed prompts, shorter replies
-            prompt, kept = condense(prompt, self.night.compressed_words)
-            self.metrics.compression.observe(kept)
+        if utt.written is not None and utt.written[0] == utt.level:
+            utt.first_token_ms = utt.last_token_ms = self.stamps.fused_ms(time.monotonic())
+            directions = phrases.StageDirections()
+            for word in phrases.word_tokens(utt.written[1]):
+                yield directions.feed(word)
+            return
+        budget = self.models.max_new_tokens
+        if utt.level >= 1:  # the night's first step: shorter replies
             budget = min(budget, self.night.compressed_tokens)
-        messages = self.llm.chat_messages(utt.character.persona, prompt)
+        messages = self._messages(utt, utt.level, self.metrics.compression.observe)
+        also = [self._messages(w, utt.level) for w in beside]
         cancel = threading.Event()
         started = time.perf_counter()
         mc = self.models
@@ -89,6 +103,8 @@ class Phrasing:
             deadline_s=mc.llm_token_deadline_s,
             max_new_tokens=budget,
             temperature=mc.temperature,
+            also=also,
+            kept=_keeper(beside, utt.level) if beside else None,
         )
         directions = phrases.StageDirections()
         self.gate.start_generation()
@@ -117,3 +133,30 @@ class Phrasing:
                     yield directions.feed(piece.text)  # "" too: the gate counts every token
         finally:
             self.gate.llm_running = False
+
+    def _messages(
+        self, utt: Utterance, level: int, kept: Callable[[float], None] = lambda share: None
+    ) -> Messages:
+        """What the LLM is asked for `utt`'s reply, at the night's `level` (from 1 condensed:
+        `kept` is told the share of words it kept)."""
+        prompt = utt.prompt or utt.text
+        if level >= 1:
+            prompt, share = condense(prompt, self.night.compressed_words)
+            kept(share)
+        return self.llm.chat_messages(utt.character.persona, prompt)
+
+
+def _keeper(beside: Sequence[Utterance], level: int) -> Callable[[list[str | None]], None]:
+    """Where the replies written beside go, from the LLM's thread: onto those still waiting."""
+    loop = asyncio.get_running_loop()
+
+    def keep(replies: list[str | None]) -> None:
+        for utt, reply in zip(beside, replies, strict=False):
+            if reply and reply.strip() and utt.state == UtteranceState.QUEUED:
+                utt.written = (level, reply)
+
+    def handed(replies: list[str | None]) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop closed: the show has stopped
+            loop.call_soon_threadsafe(keep, replies)
+
+    return handed

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Sequence
 
 from . import opening
 from .announcing import Announcer
@@ -34,11 +35,13 @@ class Pipeline:
         self.announcer, self.figures, self.gate = announcer, figures, gate
         self.buffer_phrases = buffer_phrases
 
-    async def perform(self, utt: Utterance) -> None:
+    async def perform(self, utt: Utterance, beside: Sequence[Utterance] = ()) -> None:
         """Place all of `utt`'s speech on the broadcast clock (cancelled: what is placed stays
-        placed; the stage cuts it)."""
+        placed; the stage cuts it); `beside`: waiting prompts whose replies may be written
+        with its own."""
         buffer: asyncio.Queue[str | None] = asyncio.Queue(self.buffer_phrases)
-        writer = asyncio.get_running_loop().create_task(self.phrasing.write(utt, buffer))
+        writing = self.phrasing.write(utt, buffer, beside)
+        writer = asyncio.get_running_loop().create_task(writing)
         try:
             while (phrase := await _next(buffer, writer)) is not None:
                 await self._speak(utt, phrase)

@@ -92,6 +92,9 @@ class Utterance:
     overlap_s: float = 0.0
     reply_to: str | None = None
     prompt: str | None = None  # what the LLM is asked, where it is not `text` (set when taken up)
+    # a chat reply written beside an earlier one of its persona (phrasing.py), at that one's
+    # fallback level: spoken instead of asking the LLM again, where it is taken up at that level
+    written: tuple[int, str] | None = field(default=None, repr=False)
     accepted_at: float = field(default_factory=time.monotonic)
     state: UtteranceState = UtteranceState.QUEUED
     phrases: list[str] = field(default_factory=list)
@@ -159,6 +162,7 @@ class Utterance:
             "spoken_text": self.spoken_text,
             "phrases": list(self.phrases),
             "tokens": self.tokens,
+            "written_beside": self.written is not None,
             "first_phrase_tokens": self.first_phrase_tokens,
             "token_alignment": {"checked": self.token_checks, "violations": self.token_violations},
             "first_token_ms": self.first_token_ms,

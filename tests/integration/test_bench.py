@@ -142,3 +142,6 @@ def test_bench_roles_prints_fifo_beside_the_scheduler_and_the_batch_timings():
     personas = rows_of(out, "## the LLM's first token")
     assert set(personas) == {"computed whole", "reused"}, out
     assert all(float(row["median"]) > 0 for row in personas.values()), out
+    together = rows_of(out, "## the LLM's replies to waiting prompts")
+    assert set(together) == {"1", "2", "4"}, out
+    assert all(float(row["together"]) > 0 for row in together.values()), out

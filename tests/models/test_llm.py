@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import torch
 
 from models.catalogue import ModelNotFound
 from models.llm import ChatLLM, TokenPiece
@@ -21,6 +23,21 @@ LONG_PROMPT = "Tell me a long, detailed story about a cat who runs a night baker
 def generate_threads() -> list[threading.Thread]:
     """Live generate threads (counted by name: tqdm's monitor thread may come and go)."""
     return [t for t in threading.enumerate() if t.name == "llm-generate" and t.is_alive()]
+
+
+@contextlib.contextmanager
+def passes(llm: ChatLLM, of: Callable[[torch.Tensor], int]) -> Iterator[list[int]]:
+    """`of(input_ids)` for each forward pass of the model while inside."""
+    seen: list[int] = []
+
+    def count(module: object, args: tuple, kwargs: dict) -> None:
+        seen.append(of(kwargs["input_ids"]))
+
+    hook = llm.model.register_forward_pre_hook(count, with_kwargs=True)
+    try:
+        yield seen
+    finally:
+        hook.remove()
 
 
 class Loaded:
@@ -87,29 +104,25 @@ def test_a_personas_keys_and_values_are_computed_once_and_the_reply_is_the_same(
     llm = loaded.llm
     persona = "You are Orion, a dry, kind amateur astronomer. Answer in one short sentence."
     prompts = ["Which planet is up tonight?", "Is the moon full?"]
-    computed: list[int] = []  # tokens in each forward pass: the prompt's, then one a token
-
-    def count(module: object, args: tuple, kwargs: dict) -> None:
-        computed.append(kwargs["input_ids"].shape[-1])
-
-    def reply(prompt: str) -> tuple[str, list[int]]:
-        """The reply, and the passes over more than one token: the prompt's."""
-        computed.clear()
-        messages = llm.chat_messages(persona, prompt)
-        text = "".join(p.text for p in llm.stream(messages, max_new_tokens=12, temperature=0.0))
-        return text, [n for n in computed if n > 1]
-
-    hook = llm.model.register_forward_pre_hook(count, with_kwargs=True)
     kept = llm.prefixes
-    try:
-        llm.prefixes = NoPrefixes()  # type: ignore[assignment]
-        whole = [reply(p) for p in prompts]
-        llm.prefixes = kept
-        misses = kept.misses
-        reused = [reply(p) for p in prompts]
-    finally:
-        llm.prefixes = kept
-        hook.remove()
+    # tokens in each forward pass: the prompt's, then one a token
+    with passes(llm, lambda ids: ids.shape[-1]) as computed:
+
+        def reply(prompt: str) -> tuple[str, list[int]]:
+            """The reply, and the passes over more than one token: the prompt's."""
+            computed.clear()
+            messages = llm.chat_messages(persona, prompt)
+            pieces = llm.stream(messages, max_new_tokens=12, temperature=0.0)
+            return "".join(p.text for p in pieces), [n for n in computed if n > 1]
+
+        try:
+            llm.prefixes = NoPrefixes()  # type: ignore[assignment]
+            whole = [reply(p) for p in prompts]
+            llm.prefixes = kept
+            misses = kept.misses
+            reused = [reply(p) for p in prompts]
+        finally:
+            llm.prefixes = kept
     persona_tokens = len(llm._persona_ids(llm.chat_messages(persona, "")))
     assert persona_tokens > 10
     # the persona once (its first reply computes it on its own), then only what follows it
@@ -118,6 +131,38 @@ def test_a_personas_keys_and_values_are_computed_once_and_the_reply_is_the_same(
     assert [n for _, n in reused] == [[persona_tokens, n1 - persona_tokens], [n2 - persona_tokens]]
     # the same words, greedily decoded, as from the whole prompt
     assert [t for t, _ in reused] == [t for t, _ in whole]
+
+
+@pytest.mark.models
+def test_replies_written_beside_one_are_those_asked_alone_in_one_pass_a_step(
+    loaded: Loaded,
+) -> None:
+    llm = loaded.llm
+    persona = "You are Nova, a cheerful late-night radio host. Answer in one or two sentences."
+    prompts = ["What is your favourite star?", "Do you ever sleep?", "Is it cold outside?"]
+    first, *beside = [llm.chat_messages(persona, p) for p in prompts]
+    alone = ["".join(p.text for p in llm.stream(m, 24, 0.0)) for m in (first, *beside)]
+    kept: list[list[str | None]] = []
+    with passes(llm, lambda ids: ids.shape[0]) as steps:  # the rows in each forward pass
+        pieces = llm.stream(first, 24, 0.0, also=beside, kept=kept.append)
+        streamed = "".join(p.text for p in pieces)
+        assert llm.last_thread is not None
+        llm.last_thread.join(timeout=60)  # the others finish after the first's reply
+    assert streamed == alone[0]
+    assert kept == [alone[1:]]
+    # three rows a pass (the persona was kept from the replies alone), not a pass a row
+    assert steps and set(steps) == {3}, steps
+
+
+@pytest.mark.models
+def test_a_generation_cut_short_keeps_none_of_the_replies_beside(loaded: Loaded) -> None:
+    llm = loaded.llm
+    first, other = (llm.chat_messages(PERSONA, p) for p in ("Tell a long story.", "Hello?"))
+    kept: list[list[str | None]] = []
+    pieces = llm.stream(first, 48, 0.0, also=[other], kept=kept.append)
+    next(pieces)
+    pieces.close()  # the consumer left: every row stops
+    assert kept == [[None]]
 
 
 @pytest.mark.models
