@@ -35,7 +35,7 @@ from typing import Any
 from . import scrape
 from .browser import SERVER_NICE, launch
 from .cores import cores_apart
-from .nightlive_table import Run, report
+from .nightlive_table import RSS_SPAN_S, Run, report, rss_between
 from .ntpserver import NTPResponder
 from .talking import idle, playing, talking_server
 from .viewers import collect, server_frames, start_clients
@@ -210,17 +210,19 @@ def _measure(night: LiveNight, total: float, window: float) -> None:
             night.fault(schedule.pop(0)[1])
         if first is not None and t >= window:
             run.first = night.figures(first)
-            # the show has warmed up: replies, greetings from the cache, every thread started
-            run.rss_start = scrape.rss_mb(night.pid)
             first = None
         if last is None and t >= total - window:
             last = night.marks()
         if t >= next_look:
             night.look()
+            run.rss.append((t, scrape.rss_mb(night.pid)))
             next_look = t + POLL_S
         night.watchers[0].wait(0.25)
     run.last = night.figures(last or night.marks())
-    run.rss_end = scrape.rss_mb(night.pid)
+    # the show has warmed up after the first window: replies, greetings from the cache,
+    # every thread started
+    run.rss_start = rss_between(run, window, window + RSS_SPAN_S)
+    run.rss_end = rss_between(run, total - RSS_SPAN_S, total)
     frames1 = server_frames(night.url)
     run.frames = (frames1[0] - frames0[0], frames1[1] - frames0[1])
     run.clock = scrape.get_json(night.url, "/api/v1/time")

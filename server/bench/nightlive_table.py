@@ -10,6 +10,9 @@ from server.media.syncwindows import ATSC, in_window
 from .table import median, pct, render
 
 RSS_GROWTH_GOAL = 2.0  # % from after the warm-up to the end
+# RSS is read each second and each end of the comparison is the median of a minute's
+# readings: one reading swung by ±40 MB (3 %) as replies and syntheses came and went
+RSS_SPAN_S = 60.0
 LIPSYNC_GOAL_MS = 2.0  # the last window's |p95| against the first's
 AFTER_FAULT_S = 60.0  # a silence that begins this soon after a fault (or during it) is its
 LONG_SILENCE_S = 10.0  # silences longer than this are listed, with when they began
@@ -22,8 +25,9 @@ class Run:
     pages: int = 0
     viewers: int = 0  # the viewers who dropped at once, and who joined after them
     rss_settled: float = 0.0  # MB, once pages and viewers joined
-    rss_start: float = 0.0  # MB, after the warm-up: the first window, every path taken once
-    rss_end: float = 0.0
+    rss_start: float = 0.0  # MB, after the warm-up (the first window, every path taken once)
+    rss_end: float = 0.0  # MB, the last minute
+    rss: list[tuple[float, float]] = field(default_factory=list)  # (s into the run, MB)
     frames: tuple[float, float] = (0.0, 0.0)  # sent, sent late
     first: dict[str, list[float]] = field(default_factory=dict)  # Watcher.figures
     last: dict[str, list[float]] = field(default_factory=dict)
@@ -203,3 +207,9 @@ def report(run: Run) -> str:
         f"{table}\n\nfaults: {faults}\nfailed utterances: {failed}\n"
         f"silences over {LONG_SILENCE_S:g} s: {long or 'none'}"
     )
+
+
+def rss_between(run: Run, start: float, end: float) -> float:
+    """The median RSS (MB) read from `start` to `end` s into the run (0 for no reading)."""
+    readings = [mb for t, mb in run.rss if start <= t <= end]
+    return median(readings) if readings else 0.0

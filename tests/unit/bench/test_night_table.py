@@ -3,7 +3,7 @@ a clock that did not follow, viewers who did not come back, each with its verdic
 
 from __future__ import annotations
 
-from server.bench.nightlive_table import Run, report
+from server.bench.nightlive_table import Run, report, rss_between
 from server.bench.table import rows_of
 
 TITLE = "bench nights: a real run"
@@ -94,3 +94,12 @@ def test_growth_a_lost_line_a_stuck_clock_and_missing_viewers_each_fail():
     # a show that never drained has lost what it could not say
     undrained = rows_of(report(a_run(drained=False)), TITLE)
     assert undrained["lost (accepted, no outcome, drained)"]["verdict"] == "fails"
+
+
+def test_memory_is_compared_by_a_minutes_median_not_by_one_reading():
+    # a reply in progress swings one reading by tens of MB; a minute's median does not move
+    steady = [(float(t), 1000.0 + (60.0 if t % 7 == 0 else 0.0)) for t in range(600, 3601)]
+    run = a_run(rss=steady)
+    assert rss_between(run, 600, 660) == 1000.0
+    assert rss_between(run, 3540, 3600) == 1000.0
+    assert rss_between(run, 0, 500) == 0.0  # no reading there
