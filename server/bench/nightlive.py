@@ -188,12 +188,21 @@ def live_hour(minutes: float, save: str | None = None) -> str:
             run.total_s, run.placed, run.pages, run.viewers = total, placed, PAGES, VIEWERS
             watchers[0].wait(SETTLE_S)
             _measure(night, total, window)
-            browser.close()
             if save:
                 Path(save).write_text(json.dumps(dataclasses.asdict(night.run)))
-            return report(night.run)
+            table = report(night.run)
+            print(table, flush=True)  # first: a run once hung at its end and printed nothing
+            _step("closing the browser")
+            browser.close()
+            _step("stopping the server")
+        return table
     finally:
         faulthandler.cancel_dump_traceback_later()
+
+
+def _step(what: str) -> None:
+    """The run's ending, step by step in the output: where one hangs, the last says which."""
+    print(f"{time.strftime('%H:%M:%S')} {what}…", flush=True)
 
 
 def _measure(night: LiveNight, total: float, window: float) -> None:
@@ -218,6 +227,7 @@ def _measure(night: LiveNight, total: float, window: float) -> None:
             run.rss.append((t, scrape.rss_mb(night.pid)))
             next_look = t + POLL_S
         night.watchers[0].wait(0.25)
+    _step("the last window's figures")
     run.last = night.figures(last or night.marks())
     # the show has warmed up after the first window: replies, greetings from the cache,
     # every thread started
@@ -229,7 +239,9 @@ def _measure(night: LiveNight, total: float, window: float) -> None:
     run.clock_truth = STEP_S
     night.silences.saw(night.elapsed(), True)  # one still going ends with the run
     run.silences = list(night.silences.stretches)  # the drain's quiet is by design
+    _step("the viewers' reports")
     run.heard = collect(night.viewers, 60)
+    _step("draining the show")
     run.drained = night.drained()
     run.counts = night.counts()
     run.failures = sorted(night.failures.values())
@@ -237,4 +249,4 @@ def _measure(night: LiveNight, total: float, window: float) -> None:
 
 def main_live(args: Any) -> None:
     print(f"a real run of {args.live_minutes:g} minutes…", flush=True)
-    print(live_hour(args.live_minutes, args.save), flush=True)
+    live_hour(args.live_minutes, args.save)  # it prints its table as soon as it has it
