@@ -1,15 +1,21 @@
 """The night's light pictures in real Chromium: at fallback level 3 the stage draws its avatar
 in Canvas 2D (less for a viewer's machine to do), the mouth still follows the sound, and back
-at level 0 the page draws in WebGL again."""
+at level 0 the page draws in WebGL again. And the night bench's deadline on its pages."""
 
 from __future__ import annotations
 
+import os
 import statistics
+import time
+from types import SimpleNamespace
 
+import pytest
 from conftest import Host, until_final
+from playwright.sync_api import Error as PlaywrightError
 from test_stage import CANVAS_STATS, _wait_loud
 
-from server.bench.browser import now_ms, open_stage, probe, records
+from server.bench.browser import launch, now_ms, open_stage, probe, records
+from server.bench.deadline import answered_within
 from server.bench.inprocess import LiveServer
 from server.bench.lipsync_figures import LOUD, OPEN, onsets
 from server.media.syncwindows import ATSC
@@ -70,3 +76,23 @@ def test_light_pictures_draw_in_2d_with_the_mouth_on_the_sound_and_webgl_comes_b
     finally:
         _pin(host, None)  # the triggers decide again (off in these tests: level 0)
         page.close()
+
+
+def test_a_browser_whose_page_never_answers_is_killed_at_its_deadline_and_the_call_raises(
+    browser,
+):
+    # bench nights reads its pages' figures within a deadline: a page that never answers
+    # (a tab whose renderer died unnoticed) must not hold the run for good
+    tag = f"deadline-{os.getpid()}"
+    other = launch(SimpleNamespace(chromium=browser.browser_type), tag)
+    page = other.new_page()
+    started = time.monotonic()
+    with pytest.raises(PlaywrightError), answered_within(tag, 1.0) as killed:
+        page.evaluate("() => new Promise(() => {})")  # never resolves
+    assert killed.is_set() and time.monotonic() - started < 30
+    # only the browser with that tag: the others' pages still answer
+    alive = browser.new_page()
+    try:
+        assert alive.evaluate("() => 1 + 1") == 2
+    finally:
+        alive.close()

@@ -25,6 +25,7 @@ CHROMIUM_ARGS = [
     # blocklisted) leaves WebGL on SwiftShader: 48-56 fps, 17 ms jitter.
     "--disable-gpu-compositing",
 ]
+TAG_SWITCH = "--allnighter-run"  # unknown to Chromium, which ignores it
 PROBE = (Path(__file__).resolve().parent / "probe.js").read_text()
 READY = (
     "() => window.allnighter && window.allnighter.state().connected"
@@ -57,11 +58,14 @@ def chromium_path() -> str | None:
     return path if Path(path).exists() else None
 
 
-def launch(playwright: Any) -> Any:
+def launch(playwright: Any, tag: str | None = None) -> Any:
+    """Chromium; `tag` marks its command line (a switch it ignores), for deadline.py to find
+    its processes by."""
     path = chromium_path()
     if path is None:
         raise RuntimeError("Chromium is not installed (apt-get install chromium)")
-    return playwright.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+    args = CHROMIUM_ARGS + ([f"{TAG_SWITCH}={tag}"] if tag else [])
+    return playwright.chromium.launch(executable_path=path, args=args)
 
 
 # A small window: the page is composited in software, and at 1280×720 that drew 25-30 fps on

@@ -23,9 +23,11 @@ the browser and the viewers (standing for other machines) on the rest.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import faulthandler
 import json
+import os
 import signal
 import time
 from dataclasses import dataclass, field
@@ -35,6 +37,7 @@ from typing import Any
 from . import scrape
 from .browser import SERVER_NICE, launch
 from .cores import cores_apart
+from .deadline import answered_within
 from .nightlive_table import RSS_SPAN_S, Run, report, rss_between
 from .ntpserver import NTPResponder
 from .talking import idle, playing, talking_server
@@ -57,6 +60,7 @@ SCHEDULE = (
     (0.80, "viewers_drop"),
 )
 DRAIN_S = 180.0  # at the end, the autopilot off: what is queued is spoken within this
+FIGURES_DEADLINE_S = 120.0  # for the five pages' figures of a window (seconds, normally)
 
 
 def settings(ntp_port: int) -> str:
@@ -90,8 +94,12 @@ class Silences:
 class LiveNight:
     """The run's state as it goes: the server, its watchers and viewers, what was seen."""
 
-    def __init__(self, pid: int, url: str, ntp: NTPResponder, watchers: list[Watcher]) -> None:
+    def __init__(
+        self, pid: int, url: str, ntp: NTPResponder, watchers: list[Watcher], tag: str
+    ) -> None:
         self.pid, self.url, self.ntp, self.watchers = pid, url, ntp, watchers
+        self.tag = tag  # the browser's (browser.launch), to kill it by where its pages hang
+        self.browser_gone = False
         self.run = Run()
         self.silences = Silences()
         self.failures: dict[str, str] = {}  # utterance id → its reason
@@ -131,16 +139,34 @@ class LiveNight:
         print(f"{at:7.1f} s: {name}", flush=True)
 
     def marks(self) -> list[tuple[float, float]]:
-        return [w.mark() for w in self.watchers]
+        return [] if self.browser_gone else [w.mark() for w in self.watchers]
 
     def figures(self, marks: list[tuple[float, float]]) -> dict[str, list[float]]:
-        """Every page's figures since its mark, together."""
-        self.watchers[0].wait(STATS_PERIOD_S + 0.5)  # each page's last report
+        """Every page's figures since its mark, together; none once the browser is gone (it
+        is killed where the pages do not answer within FIGURES_DEADLINE_S)."""
+        from playwright.sync_api import Error
+
         out: dict[str, list[float]] = {}
-        for w, mark in zip(self.watchers, marks, strict=True):
-            for key, values in w.figures(mark, wait=False).items():
-                out.setdefault(key, []).extend(values)
+        if self.browser_gone:
+            return out
+        try:
+            with answered_within(self.tag, FIGURES_DEADLINE_S):
+                self.wait(STATS_PERIOD_S + 0.5)  # each page's last report
+                for w, mark in zip(self.watchers, marks, strict=True):
+                    for key, values in w.figures(mark, wait=False).items():
+                        out.setdefault(key, []).extend(values)
+        except Error as exc:
+            self.browser_gone = True
+            self.run.browser_killed_at = self.elapsed()
+            print(f"the pages did not answer within {FIGURES_DEADLINE_S:g} s: {exc}", flush=True)
         return out
+
+    def wait(self, seconds: float) -> None:
+        """Sleep, while Playwright takes the pages' events (while there is a browser)."""
+        if self.browser_gone:
+            time.sleep(seconds)
+        else:
+            self.watchers[0].wait(seconds)
 
     def counts(self) -> dict[str, float]:
         values = scrape.metrics(self.url)
@@ -158,7 +184,7 @@ class LiveNight:
             snap = self.look()
             if idle(snap):
                 return True
-            self.watchers[0].wait(1.0)
+            self.wait(1.0)
         return False
 
 
@@ -181,9 +207,10 @@ def live_hour(minutes: float, save: str | None = None) -> str:
             ),
             sync_playwright() as pw,
         ):
-            browser = launch(pw)
+            tag = f"night-{os.getpid()}"
+            browser = launch(pw, tag)
             watchers = [Watcher(browser, url) for _ in range(PAGES)]
-            night = LiveNight(server.pid, url, ntp, watchers)
+            night = LiveNight(server.pid, url, ntp, watchers, tag)
             run = night.run
             run.total_s, run.placed, run.pages, run.viewers = total, placed, PAGES, VIEWERS
             watchers[0].wait(SETTLE_S)
@@ -193,7 +220,9 @@ def live_hour(minutes: float, save: str | None = None) -> str:
             table = report(night.run)
             print(table, flush=True)  # first: a run once hung at its end and printed nothing
             _step("closing the browser")
-            browser.close()
+            # one killed above is closed already; one that does not close is killed
+            with contextlib.suppress(Exception), answered_within(tag, 60.0):
+                browser.close()
             _step("stopping the server")
         return table
     finally:
@@ -226,7 +255,7 @@ def _measure(night: LiveNight, total: float, window: float) -> None:
             night.look()
             run.rss.append((t, scrape.rss_mb(night.pid)))
             next_look = t + POLL_S
-        night.watchers[0].wait(0.25)
+        night.wait(0.25)
     _step("the last window's figures")
     run.last = night.figures(last or night.marks())
     # the show has warmed up after the first window: replies, greetings from the cache,

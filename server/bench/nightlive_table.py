@@ -41,6 +41,7 @@ class Run:
     counts: dict[str, float] = field(default_factory=dict)  # accepted and the outcomes
     failures: list[str] = field(default_factory=list)  # each failed utterance's reason
     faults: list[tuple[float, str]] = field(default_factory=list)  # (s into the run, which)
+    browser_killed_at: float | None = None  # s into the run: its pages did not answer
 
 
 def _spread(values: list[float]) -> float:
@@ -141,6 +142,11 @@ def report(run: Run) -> str:
             _verdict(growth <= RSS_GROWTH_GOAL),
         ],
         ["frames the server sent late %", "—", 100 * late / max(1.0, sent), "—", "—", "—"],
+        *(
+            [["  pages killed, not answering, at s", "—", run.browser_killed_at, "—", "—", "—"]]
+            if run.browser_killed_at is not None
+            else []
+        ),
         *_lipsync_rows(run),
         ["utterances accepted", "—", counts.get("accepted", 0.0), "—", "—", "—"],
         *(
