@@ -9,7 +9,7 @@ event says at which sample of the sentence's audio it starts.
 The library comes with the `espeakng-loader` package (libespeak-ng 1.52 and its data) and is
 driven through ctypes in synchronous mode: `espeak_Synth` returns when the text is spoken, the
 audio and the events having come through the callback on the calling thread. Its state is
-global to the process: one caller at a time (the show's TTS thread).
+global to the process: it is initialised once, and called by one speaker at a time.
 """
 
 from __future__ import annotations
@@ -51,7 +51,82 @@ class _Event(ctypes.Structure):
 _Callback = ctypes.CFUNCTYPE(
     ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.POINTER(_Event)
 )
-_LOCK = threading.Lock()  # the library's state is the process's
+
+
+class _Library:
+    """The process's one espeak-ng. Its state is global: it is initialised once, never again
+    (a second `espeak_Initialize` reloads the phoneme tables under the voice already chosen,
+    whose pointers into the old ones dangle until a voice is chosen again), its one callback
+    is set once, and every speaker chooses its voice before each sentence, under the lock."""
+
+    def __init__(self) -> None:
+        import espeakng_loader
+
+        self._lib = lib = ctypes.CDLL(espeakng_loader.get_library_path())
+        lib.espeak_Initialize.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
+        lib.espeak_Synth.argtypes = [
+            ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint, ctypes.c_int, ctypes.c_uint,
+            ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p,
+        ]  # fmt: skip
+        data = espeakng_loader.get_data_path().encode()
+        rate = lib.espeak_Initialize(
+            AUDIO_OUTPUT_SYNCHRONOUS, 0, data, PHONEME_EVENTS | PHONEME_IPA
+        )
+        if rate <= 0:
+            raise RuntimeError("espeak-ng did not start (its data folder is missing?)")
+        self.sample_rate: int = rate
+        self.voice = ""  # none chosen yet
+        self._audio: list[np.ndarray] = []
+        self._starts: list[tuple[int, str]] = []
+        self._callback = _Callback(self._heard)  # kept: the library holds a pointer to it
+        lib.espeak_SetSynthCallback(self._callback)
+
+    def choose(self, voice: str) -> None:
+        """Speak in `voice` from now on (the lock held); an unknown one is refused by name and
+        leaves the voice that was chosen."""
+        if voice == self.voice:
+            return
+        if self._lib.espeak_SetVoiceByName(voice.encode()) != 0:
+            if self.voice:
+                self._lib.espeak_SetVoiceByName(self.voice.encode())
+            raise ValueError(f"espeak-ng has no voice {voice!r}")
+        self.voice = voice
+
+    def synth(self, sentence: str, rate: int) -> tuple[int, np.ndarray, list[tuple[int, str]]]:
+        """`sentence` spoken at `rate` words a minute (the lock held): the library's error
+        code, the audio and the samples its phonemes start at."""
+        raw = sentence.encode()
+        self._audio, self._starts = [], []
+        self._lib.espeak_SetParameter(PARAM_RATE, rate, 0)
+        failed = self._lib.espeak_Synth(
+            raw, len(raw) + 1, 0, POS_CHARACTER, 0, CHARS_UTF8, None, None
+        )
+        audio = np.concatenate(self._audio) if self._audio else np.zeros(0, np.int16)
+        return failed, audio, self._starts
+
+    def _heard(self, wav, count: int, events) -> int:
+        """The library's callback: a buffer of audio and the events in it."""
+        if wav and count > 0:
+            self._audio.append(np.ctypeslib.as_array(wav, shape=(count,)).copy())
+        i = 0
+        while events[i].type != EVENT_LIST_TERMINATED:
+            event = events[i]
+            if event.type == EVENT_PHONEME:
+                self._starts.append((event.sample, event.id.decode("utf-8", "replace")))
+            i += 1
+        return 0  # go on
+
+
+_LOCK = threading.Lock()  # one caller of the library at a time, whichever speaker
+_library: _Library | None = None
+
+
+def _the_library() -> _Library:
+    """The library, initialised on first use (the lock held)."""
+    global _library
+    if _library is None:
+        _library = _Library()
+    return _library
 
 
 def phoneme_counts(starts: list[tuple[int, str]], audio: np.ndarray) -> tuple[tuple[str, int], ...]:
@@ -84,41 +159,11 @@ class EspeakSpeaker(TTS):
     sentence with its phonemes timed."""
 
     def __init__(self, voice: str = "en-us") -> None:
-        import espeakng_loader
-
         self.voice = voice
-        self._lib = lib = ctypes.CDLL(espeakng_loader.get_library_path())
-        lib.espeak_Initialize.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
-        lib.espeak_Synth.argtypes = [
-            ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint, ctypes.c_int, ctypes.c_uint,
-            ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p,
-        ]  # fmt: skip
-        data = espeakng_loader.get_data_path().encode()
         with _LOCK:
-            rate = lib.espeak_Initialize(
-                AUDIO_OUTPUT_SYNCHRONOUS, 0, data, PHONEME_EVENTS | PHONEME_IPA
-            )
-            if rate <= 0:
-                raise RuntimeError("espeak-ng did not start (its data folder is missing?)")
-            if lib.espeak_SetVoiceByName(voice.encode()) != 0:
-                raise ValueError(f"espeak-ng has no voice {voice!r}")
-        self.sample_rate: int = rate
-        self._audio: list[np.ndarray] = []
-        self._starts: list[tuple[int, str]] = []
-        self._callback = _Callback(self._heard)  # kept: the library holds a pointer to it
-        lib.espeak_SetSynthCallback(self._callback)
-
-    def _heard(self, wav, count: int, events) -> int:
-        """The library's callback: a buffer of audio and the events in it."""
-        if wav and count > 0:
-            self._audio.append(np.ctypeslib.as_array(wav, shape=(count,)).copy())
-        i = 0
-        while events[i].type != EVENT_LIST_TERMINATED:
-            event = events[i]
-            if event.type == EVENT_PHONEME:
-                self._starts.append((event.sample, event.id.decode("utf-8", "replace")))
-            i += 1
-        return 0  # go on
+            library = _the_library()
+            library.choose(voice)  # refused here, by name, if the library has no such voice
+        self.sample_rate: int = library.sample_rate
 
     def speak(
         self, text: str, style: VoiceStyle | None = None, urgent: bool = False
@@ -130,16 +175,11 @@ class EspeakSpeaker(TTS):
             yield self._sentence(sentence, style)
 
     def _sentence(self, sentence: str, style: VoiceStyle) -> SpeechChunk:
-        raw = sentence.encode()
         with _LOCK:
-            self._audio, self._starts = [], []
+            library = _the_library()
+            library.choose(self.voice)  # another speaker may have chosen another
             rate = round(DEFAULT_RATE / (style.length_scale * style.pitch))
-            self._lib.espeak_SetParameter(PARAM_RATE, rate, 0)
-            failed = self._lib.espeak_Synth(
-                raw, len(raw) + 1, 0, POS_CHARACTER, 0, CHARS_UTF8, None, None
-            )
-            audio = np.concatenate(self._audio) if self._audio else np.zeros(0, np.int16)
-            starts = self._starts
+            failed, audio, starts = library.synth(sentence, rate)
         if failed:
             raise RuntimeError(f"espeak-ng could not speak {sentence!r} (error {failed})")
         if style.volume != 1.0:

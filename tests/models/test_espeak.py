@@ -99,6 +99,28 @@ def test_an_unknown_voice_is_refused_by_name():
         EspeakSpeaker("xx-nowhere")
 
 
+def test_speakers_of_other_voices_and_a_refused_one_leave_each_its_own_voice(
+    speaker: EspeakSpeaker,
+):
+    """The library is the process's: a second speaker, and a voice refused between, must not
+    take the first one's sound or change its voice. (espeak-ng's voicing wavers from one call
+    to the next, so the voices are told apart by their pitch, not sample by sample.)"""
+    from server.bench.pitch import median_f0
+
+    def pitch(of: EspeakSpeaker) -> float:
+        chunks = list(of.speak(TEXT))
+        assert all(len(c.audio) > 0.5 * c.sample_rate for c in chunks), "no speech"
+        return median_f0(np.concatenate([c.audio for c in chunks]), chunks[0].sample_rate)
+
+    before = pitch(speaker)
+    other = EspeakSpeaker("en-us+f3")  # a woman's voice
+    with pytest.raises(ValueError):
+        EspeakSpeaker("xx-nowhere")
+    theirs, again = pitch(other), pitch(speaker)
+    assert theirs / before > 1.3, (before, theirs)
+    assert again == pytest.approx(before, rel=0.05)
+
+
 def test_piper_speaks_the_same_beside_the_light_voice(speaker: EspeakSpeaker):
     """Piper carries an espeak-ng of its own (its phonemizer): the light voice's library, set up
     in the same process, must not change what Piper says."""
