@@ -4,6 +4,7 @@ at level 0 the page draws in WebGL again. And the night bench's deadline on its 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import statistics
 import time
@@ -18,6 +19,8 @@ from server.bench.browser import launch, now_ms, open_stage, probe, records
 from server.bench.deadline import answered_within
 from server.bench.inprocess import LiveServer
 from server.bench.lipsync_figures import LOUD, OPEN, onsets
+from server.bench.pages import Pages
+from server.bench.watcher import Watcher
 from server.media.syncwindows import ATSC
 
 RENDERER = "() => window.allnighter.state().renderer"
@@ -96,3 +99,29 @@ def test_a_browser_whose_page_never_answers_is_killed_at_its_deadline_and_the_ca
         assert alive.evaluate("() => 1 + 1") == 2
     finally:
         alive.close()
+
+
+def test_a_tab_that_crashes_is_counted_and_the_other_tabs_figures_are_still_read(
+    browser, show: LiveServer
+):
+    # an hour's run once lost every figure to two dead tabs: the others must still count
+    tag = f"crash-{os.getpid()}"
+    other = launch(SimpleNamespace(chromium=browser.browser_type), tag)
+    try:
+        watchers = [Watcher(other, show.url) for _ in range(2)]
+        pages = Pages(watchers, tag, deadline_s=60.0)
+        marks = pages.marks()
+        assert [w for w, _ in marks] == watchers
+        with contextlib.suppress(PlaywrightError):
+            watchers[1].page.goto("chrome://crash")  # the renderer dies
+        deadline = time.monotonic() + 20
+        while watchers[1].crashed_at is None and time.monotonic() < deadline:
+            pages.wait(0.2)
+        assert watchers[1].crashed_at is not None, "the crash went unnoticed"
+        figures = pages.figures(marks)
+        assert pages.killed_at is None, "the browser was killed for one dead tab"
+        assert figures["fps"] and min(figures["fps"]) > 0  # the live tab's own reports
+        assert pages.alive == watchers[:1] and len(pages.crashes()) == 1
+        assert [w for w, _ in pages.marks()] == watchers[:1]
+    finally:
+        other.close()

@@ -35,14 +35,15 @@ from pathlib import Path
 from typing import Any
 
 from . import scrape
-from .browser import SERVER_NICE, launch
+from .browser import SERVER_NICE
 from .cores import cores_apart
 from .deadline import answered_within
 from .nightlive_table import RSS_SPAN_S, Run, report, rss_between
 from .ntpserver import NTPResponder
+from .pages import Marks, Pages, open_pages
 from .talking import idle, playing, talking_server
 from .viewers import collect, server_frames, start_clients
-from .watcher import STATS_PERIOD_S, Watcher
+from .watcher import Watcher
 
 TOKEN = "bench-nights-token-0"
 SETTLE_S = 20.0  # pages and viewers join, the first lines play, before anything is counted
@@ -60,7 +61,6 @@ SCHEDULE = (
     (0.80, "viewers_drop"),
 )
 DRAIN_S = 180.0  # at the end, the autopilot off: what is queued is spoken within this
-FIGURES_DEADLINE_S = 120.0  # for the five pages' figures of a window (seconds, normally)
 
 
 def settings(ntp_port: int) -> str:
@@ -97,9 +97,8 @@ class LiveNight:
     def __init__(
         self, pid: int, url: str, ntp: NTPResponder, watchers: list[Watcher], tag: str
     ) -> None:
-        self.pid, self.url, self.ntp, self.watchers = pid, url, ntp, watchers
-        self.tag = tag  # the browser's (browser.launch), to kill it by where its pages hang
-        self.browser_gone = False
+        self.pid, self.url, self.ntp = pid, url, ntp
+        self.pages = Pages(watchers, tag)
         self.run = Run()
         self.silences = Silences()
         self.failures: dict[str, str] = {}  # utterance id → its reason
@@ -138,36 +137,6 @@ class LiveNight:
         self.run.faults.append((at, name))
         print(f"{at:7.1f} s: {name}", flush=True)
 
-    def marks(self) -> list[tuple[float, float]]:
-        return [] if self.browser_gone else [w.mark() for w in self.watchers]
-
-    def figures(self, marks: list[tuple[float, float]]) -> dict[str, list[float]]:
-        """Every page's figures since its mark, together; none once the browser is gone (it
-        is killed where the pages do not answer within FIGURES_DEADLINE_S)."""
-        from playwright.sync_api import Error
-
-        out: dict[str, list[float]] = {}
-        if self.browser_gone:
-            return out
-        try:
-            with answered_within(self.tag, FIGURES_DEADLINE_S):
-                self.wait(STATS_PERIOD_S + 0.5)  # each page's last report
-                for w, mark in zip(self.watchers, marks, strict=True):
-                    for key, values in w.figures(mark, wait=False).items():
-                        out.setdefault(key, []).extend(values)
-        except Error as exc:
-            self.browser_gone = True
-            self.run.browser_killed_at = self.elapsed()
-            print(f"the pages did not answer within {FIGURES_DEADLINE_S:g} s: {exc}", flush=True)
-        return out
-
-    def wait(self, seconds: float) -> None:
-        """Sleep, while Playwright takes the pages' events (while there is a browser)."""
-        if self.browser_gone:
-            time.sleep(seconds)
-        else:
-            self.watchers[0].wait(seconds)
-
     def counts(self) -> dict[str, float]:
         values = scrape.metrics(self.url)
         outcome = 'allnighter_utterances_total{outcome="%s"}'
@@ -184,7 +153,7 @@ class LiveNight:
             snap = self.look()
             if idle(snap):
                 return True
-            self.wait(1.0)
+            self.pages.wait(1.0)
         return False
 
 
@@ -207,9 +176,7 @@ def live_hour(minutes: float, save: str | None = None) -> str:
             ),
             sync_playwright() as pw,
         ):
-            tag = f"night-{os.getpid()}"
-            browser = launch(pw, tag)
-            watchers = [Watcher(browser, url) for _ in range(PAGES)]
+            browser, watchers, tag = open_pages(pw, f"night-{os.getpid()}", url, PAGES)
             night = LiveNight(server.pid, url, ntp, watchers, tag)
             run = night.run
             run.total_s, run.placed, run.pages, run.viewers = total, placed, PAGES, VIEWERS
@@ -239,25 +206,25 @@ def _measure(night: LiveNight, total: float, window: float) -> None:
     run.rss_settled = scrape.rss_mb(night.pid)
     frames0 = server_frames(night.url)
     night.started = time.monotonic()
-    first: list[tuple[float, float]] | None = night.marks()
-    last: list[tuple[float, float]] | None = None
+    first: Marks | None = night.pages.marks()
+    last: Marks | None = None
     schedule = list(SCHEDULE)
     next_look = 0.0
     while (t := night.elapsed()) < total:
         if schedule and t >= schedule[0][0] * total:
             night.fault(schedule.pop(0)[1])
         if first is not None and t >= window:
-            run.first = night.figures(first)
+            run.first = night.pages.figures(first)
             first = None
         if last is None and t >= total - window:
-            last = night.marks()
+            last = night.pages.marks()
         if t >= next_look:
             night.look()
             run.rss.append((t, scrape.rss_mb(night.pid)))
             next_look = t + POLL_S
-        night.wait(0.25)
+        night.pages.wait(0.25)
     _step("the last window's figures")
-    run.last = night.figures(last or night.marks())
+    run.last = night.pages.figures(last or night.pages.marks())
     # the show has warmed up after the first window: replies, greetings from the cache,
     # every thread started
     run.rss_start = rss_between(run, window, window + RSS_SPAN_S)
@@ -274,6 +241,9 @@ def _measure(night: LiveNight, total: float, window: float) -> None:
     run.drained = night.drained()
     run.counts = night.counts()
     run.failures = sorted(night.failures.values())
+    run.pages_crashed = [t - night.started for t in night.pages.crashes()]
+    if night.pages.killed_at is not None:
+        run.browser_killed_at = night.pages.killed_at - night.started
 
 
 def main_live(args: Any) -> None:

@@ -42,6 +42,7 @@ class Run:
     failures: list[str] = field(default_factory=list)  # each failed utterance's reason
     faults: list[tuple[float, str]] = field(default_factory=list)  # (s into the run, which)
     browser_killed_at: float | None = None  # s into the run: its pages did not answer
+    pages_crashed: list[float] = field(default_factory=list)  # s into the run, a tab each
 
 
 def _spread(values: list[float]) -> float:
@@ -147,6 +148,15 @@ def report(run: Run) -> str:
             if run.browser_killed_at is not None
             else []
         ),
+        [
+            "stage pages crashed (at min)",
+            "—",
+            f"{len(run.pages_crashed)} of {run.pages}"
+            + "".join(f", {t / 60:.1f}" for t in run.pages_crashed),
+            "—",
+            "0",
+            _verdict(not run.pages_crashed),
+        ],
         *_lipsync_rows(run),
         ["utterances accepted", "—", counts.get("accepted", 0.0), "—", "—", "—"],
         *(

@@ -19,11 +19,18 @@ class Watcher:
 
     def __init__(self, browser: Any, url: str) -> None:
         self.reports: list[tuple[float, dict]] = []
+        self.crashed_at: float | None = None  # monotonic s: its renderer went away
         self.page = open_stage(browser, url, before=self._listen)
         probe(self.page)
 
     def _listen(self, page: Any) -> None:
         page.on("websocket", lambda ws: ws.on("framesent", self._sent))
+        page.on("crash", self._crashed)
+
+    def _crashed(self, _page: Any) -> None:
+        """The tab died (its renderer crashed or was killed): a viewer would see the browser's
+        error page. Its figures are lost; the other tabs' are not."""
+        self.crashed_at = time.monotonic()
 
     def _sent(self, payload: str | bytes) -> None:
         if isinstance(payload, str) and payload.startswith('42["client_stats",'):

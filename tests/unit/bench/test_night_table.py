@@ -96,6 +96,14 @@ def test_growth_a_lost_line_a_stuck_clock_and_missing_viewers_each_fail():
     assert undrained["lost (accepted, no outcome, drained)"]["verdict"] == "fails"
 
 
+def test_a_tab_that_died_fails_and_says_when():
+    healthy = rows_of(report(a_run()), TITLE)["stage pages crashed (at min)"]
+    assert (healthy["last / at end"], healthy["verdict"]) == ("0 of 5", "holds")
+    out = report(a_run(pages_crashed=[3420.0, 3450.0]))
+    crashed = rows_of(out, TITLE)["stage pages crashed (at min)"]
+    assert (crashed["last / at end"], crashed["verdict"]) == ("2 of 5, 57.0, 57.5", "fails"), out
+
+
 def test_memory_is_compared_by_a_minutes_median_not_by_one_reading():
     # a reply in progress swings one reading by tens of MB; a minute's median does not move
     steady = [(float(t), 1000.0 + (60.0 if t % 7 == 0 else 0.0)) for t in range(600, 3601)]

@@ -1,0 +1,104 @@
+"""The stage pages a long run watches through, asked for their figures within a deadline.
+
+A tab can die in a long run (its renderer crashed or was killed): a viewer would see the
+browser's error page, and a call on it may never return. Such a tab is counted, and left out:
+the other tabs' figures are still read. A browser that does not answer at all within
+DEADLINE_S is killed (deadline.py), and nothing more is asked of it.
+
+On this machine Chromium's zygote, the process every renderer is forked from, once spun in the
+kernel from the browser's first minute on (60 % of a core, never blocking again): no tab could
+be opened, and dead renderers were left unreaped, which is how two hours ended with tabs that
+never answered. So the pages open within OPEN_S, or the browser is killed and launched again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from .browser import launch
+from .deadline import answered_within
+from .watcher import STATS_PERIOD_S, Watcher
+
+DEADLINE_S = 120.0  # for the five pages' figures of a window (seconds, normally)
+OPEN_S = 120.0  # for a browser to open the pages (5-10 s, normally)
+LAUNCHES = 2
+T = TypeVar("T")
+Marks = list[tuple[Watcher, tuple[float, float]]]  # where each live page's window begins
+
+
+def open_pages(pw: Any, tag: str, url: str, n: int) -> tuple[Any, list[Watcher], str]:
+    """A browser with `n` watchers on `url`, opened within OPEN_S (tried LAUNCHES times, a
+    new browser each), and the tag it was launched with (`tag`, numbered)."""
+    from playwright.sync_api import Error
+
+    for attempt in range(1, LAUNCHES + 1):
+        tagged = f"{tag}-{attempt}"
+        browser = launch(pw, tagged)
+        try:
+            with answered_within(tagged, OPEN_S):
+                return browser, [Watcher(browser, url) for _ in range(n)], tagged
+        except Error as exc:
+            print(f"the browser did not open {n} pages within {OPEN_S:g} s: {exc}", flush=True)
+    raise RuntimeError(f"no browser opened {n} pages in {LAUNCHES} launches")
+
+
+class Pages:
+    """The watchers of one browser (launched with `tag`: browser.launch)."""
+
+    def __init__(self, watchers: list[Watcher], tag: str, deadline_s: float = DEADLINE_S) -> None:
+        self.watchers, self.tag, self.deadline_s = watchers, tag, deadline_s
+        self.killed_at: float | None = None  # monotonic s: the browser did not answer
+
+    @property
+    def alive(self) -> list[Watcher]:
+        return [] if self.killed_at else [w for w in self.watchers if w.crashed_at is None]
+
+    def marks(self) -> Marks:
+        """Where each live page's window begins."""
+        return self._answered(lambda w: (w, w.mark()))
+
+    def figures(self, marks: Marks) -> dict[str, list[float]]:
+        """Every page's figures since its mark, together (a tab that died leaves its out)."""
+        since = {id(w): mark for w, mark in marks}
+        self.wait(STATS_PERIOD_S + 0.5)  # each page's last report
+        out: dict[str, list[float]] = {}
+        for figures in self._answered(lambda w: w.figures(since[id(w)], wait=False), set(since)):
+            for key, values in figures.items():
+                out.setdefault(key, []).extend(values)
+        return out
+
+    def wait(self, seconds: float) -> None:
+        """Sleep, while Playwright takes the pages' events (while a page lives)."""
+        alive = self.alive
+        if alive:
+            alive[0].wait(seconds)
+        else:
+            time.sleep(seconds)
+
+    def crashes(self) -> list[float]:
+        """When tabs died (monotonic s)."""
+        return sorted(w.crashed_at for w in self.watchers if w.crashed_at is not None)
+
+    def _answered(self, ask: Callable[[Watcher], T], only: set[int] | None = None) -> list[T]:
+        """`ask` of every live page (of those in `only`), within the deadline in all, or the
+        browser is killed."""
+        from playwright.sync_api import Error
+
+        out: list[T] = []
+        try:
+            with answered_within(self.tag, self.deadline_s):
+                for w in self.alive:
+                    if only is not None and id(w) not in only:
+                        continue
+                    try:
+                        out.append(ask(w))
+                    except Error:
+                        self.wait(0.5)  # its crash event, where that was the cause
+                        if w.crashed_at is None:
+                            raise
+        except Error as exc:
+            self.killed_at = time.monotonic()
+            print(f"the pages did not answer within {self.deadline_s:g} s: {exc}", flush=True)
+        return out
