@@ -16,10 +16,10 @@ from playwright.sync_api import Error as PlaywrightError
 from test_stage import CANVAS_STATS, _wait_loud
 
 from server.bench.browser import launch, now_ms, open_stage, probe, records
-from server.bench.deadline import answered_within
+from server.bench.deadline import answered_within, kill_browser
 from server.bench.inprocess import LiveServer
 from server.bench.lipsync_figures import LOUD, OPEN, onsets
-from server.bench.pages import Pages
+from server.bench.pages import Pages, open_pages
 from server.bench.watcher import Watcher
 from server.media.syncwindows import ATSC
 
@@ -125,3 +125,13 @@ def test_a_tab_that_crashes_is_counted_and_the_other_tabs_figures_are_still_read
         assert [w for w, _ in pages.marks()] == watchers[:1]
     finally:
         other.close()
+
+
+def test_a_browser_that_cannot_open_its_pages_is_killed_and_launched_again(browser):
+    # a stage that never hears the broadcast stands for a browser that cannot open a tab (its
+    # zygote stuck): each launch is given up and killed, and the run is told, not left waiting
+    tag = f"open-{os.getpid()}"
+    pw = SimpleNamespace(chromium=browser.browser_type)
+    with pytest.raises(RuntimeError, match="no browser opened 2 pages in 2 launches"):
+        open_pages(pw, tag, "about:blank", 2)
+    assert kill_browser(f"{tag}-1") == 0 and kill_browser(f"{tag}-2") == 0  # none left running

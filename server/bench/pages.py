@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from .browser import launch
-from .deadline import answered_within
+from .deadline import answered_within, kill_browser
 from .watcher import STATS_PERIOD_S, Watcher
 
 DEADLINE_S = 120.0  # for the five pages' figures of a window (seconds, normally)
@@ -40,6 +40,7 @@ def open_pages(pw: Any, tag: str, url: str, n: int) -> tuple[Any, list[Watcher],
             with answered_within(tagged, OPEN_S):
                 return browser, [Watcher(browser, url) for _ in range(n)], tagged
         except Error as exc:
+            kill_browser(tagged)  # where a page failed on its own, the browser still runs
             print(f"the browser did not open {n} pages within {OPEN_S:g} s: {exc}", flush=True)
     raise RuntimeError(f"no browser opened {n} pages in {LAUNCHES} launches")
 
