@@ -29,6 +29,7 @@ import faulthandler
 import json
 import os
 import signal
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,15 +105,46 @@ class LiveNight:
         self.failures: dict[str, str] = {}  # utterance id → its reason
         self.viewers = start_clients(url, VIEWERS, 24 * 3600, CLIENT_NICE)  # killed at the drop
         self.started = time.monotonic()
+        self._lookout: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._looked_at = 0.0  # s into the run: the last look
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started
+
+    def start_looking(self) -> None:
+        """Look, and read the server's RSS, every POLL_S on a thread of its own. Looked for
+        between the main thread's Playwright calls, they stopped while a window's figures were
+        read (20-30 s): the first hour with a table showed a 24 s silence there, the one not
+        due to a fault, and no RSS readings."""
+        self._stop.clear()
+        self._lookout = threading.Thread(target=self._looking, name="lookout", daemon=True)
+        self._lookout.start()
+
+    def stop_looking(self) -> None:
+        """The last look's silence, if one was going on, ends there."""
+        self._stop.set()
+        if self._lookout is not None:
+            self._lookout.join()
+        self.silences.saw(self._looked_at, True)
+
+    def _looking(self) -> None:
+        while True:
+            t = self.elapsed()
+            try:
+                self.look()
+                self.run.rss.append((t, scrape.rss_mb(self.pid)))
+            except Exception as exc:  # the server busy or restarting: the next look will tell
+                print(f"{t:7.1f} s: no look ({exc!r})", flush=True)
+            if self._stop.wait(max(0.0, t + POLL_S - self.elapsed())):
+                return
 
     def look(self) -> dict:
         """The host's list: a silence begun or ended, the failures in it so far."""
         snap = scrape.get_json(self.url, "/api/v1/utterances", TOKEN)
         on_air = snap["current"] is not None or playing(snap)
-        self.silences.saw(self.elapsed(), on_air)
+        self._looked_at = self.elapsed()
+        self.silences.saw(self._looked_at, on_air)
         for u in snap["recent"]:
             if u["state"] == "failed":
                 self.failures[u["id"]] = u.get("error") or "?"
@@ -209,20 +241,19 @@ def _measure(night: LiveNight, total: float, window: float) -> None:
     first: Marks | None = night.pages.marks()
     last: Marks | None = None
     schedule = list(SCHEDULE)
-    next_look = 0.0
-    while (t := night.elapsed()) < total:
-        if schedule and t >= schedule[0][0] * total:
-            night.fault(schedule.pop(0)[1])
-        if first is not None and t >= window:
-            run.first = night.pages.figures(first)
-            first = None
-        if last is None and t >= total - window:
-            last = night.pages.marks()
-        if t >= next_look:
-            night.look()
-            run.rss.append((t, scrape.rss_mb(night.pid)))
-            next_look = t + POLL_S
-        night.pages.wait(0.25)
+    night.start_looking()
+    try:
+        while (t := night.elapsed()) < total:
+            if schedule and t >= schedule[0][0] * total:
+                night.fault(schedule.pop(0)[1])
+            if first is not None and t >= window:
+                run.first = night.pages.figures(first)
+                first = None
+            if last is None and t >= total - window:
+                last = night.pages.marks()
+            night.pages.wait(0.25)
+    finally:
+        night.stop_looking()
     _step("the last window's figures")
     run.last = night.pages.figures(last or night.pages.marks())
     # the show has warmed up after the first window: replies, greetings from the cache,
@@ -233,7 +264,6 @@ def _measure(night: LiveNight, total: float, window: float) -> None:
     run.frames = (frames1[0] - frames0[0], frames1[1] - frames0[1])
     run.clock = scrape.get_json(night.url, "/api/v1/time")
     run.clock_truth = STEP_S
-    night.silences.saw(night.elapsed(), True)  # one still going ends with the run
     run.silences = list(night.silences.stretches)  # the drain's quiet is by design
     _step("the viewers' reports")
     run.heard = collect(night.viewers, 60)

@@ -111,3 +111,35 @@ def test_memory_is_compared_by_a_minutes_median_not_by_one_reading():
     assert rss_between(run, 600, 660) == 1000.0
     assert rss_between(run, 3540, 3600) == 1000.0
     assert rss_between(run, 0, 500) == 0.0  # no reading there
+
+
+def test_the_show_is_looked_at_every_second_while_the_run_reads_its_pages(monkeypatch):
+    """A window's figures hold the run's main thread for 20-30 s: the looks go on beside it,
+    so that gap reads neither as a silence nor as missing RSS readings."""
+    import threading
+    import time
+
+    from server.bench import nightlive
+
+    quiet = threading.Event()  # on the air until set
+    snap = {"recent": [], "current": None}
+    monkeypatch.setattr(nightlive.scrape, "get_json", lambda *_: snap)
+    monkeypatch.setattr(nightlive.scrape, "rss_mb", lambda _pid: 1000.0)
+    monkeypatch.setattr(nightlive, "playing", lambda _snap: not quiet.is_set())
+    night = nightlive.LiveNight.__new__(nightlive.LiveNight)  # no server, pages or viewers
+    night.url, night.pid, night.run = "http://127.0.0.1:9", 0, Run()
+    night.silences, night.failures = nightlive.Silences(), {}
+    night.started, night._looked_at = time.monotonic(), 0.0
+    night._lookout, night._stop = None, threading.Event()
+    night.start_looking()
+    time.sleep(3.5)  # the main thread busy with the pages
+    assert len(night.run.rss) >= 2 and not night.silences.stretches
+    quiet.set()
+    set_at = night.elapsed()
+    time.sleep(3.0)
+    stopped = night.elapsed()
+    night.stop_looking()
+    time.sleep(1.0)  # reading the last window's figures: no part of the silence
+    assert len(night.silences.stretches) == 1, night.silences.stretches
+    ((began, lasted),) = night.silences.stretches
+    assert set_at <= began and lasted > 0.5 and began + lasted <= stopped
