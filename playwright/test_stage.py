@@ -302,7 +302,7 @@ def test_a_viewer_who_leaves_is_let_go_at_once(browser, show):
 # The facts the page's modules were handed: read once, at start, from the page (a second read
 # is answered from what the first kept, so a page whose modules never read them throws here).
 FACTS_READ = """async () => {
-  const { pageFacts } = await import("/static/shared/facts.js");
+  const { pageFacts } = await import("/static/common/facts.js");
   return pageFacts({ getElementById: () => null });
 }"""
 

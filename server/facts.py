@@ -2,7 +2,7 @@
 
 The stage page and the host panel read these from the page itself: `_page` (server/app.py)
 renders them as JSON into `<script type="application/json" id="allnighter-facts">`, and one
-module of the pages (web/static/shared/facts.js) reads that element. Nothing here is defined
+module of the pages (web/static/common/facts.js) reads that element. Nothing here is defined
 anew: each value is imported from the module that owns it, or read from the config, so the
 pages cannot hold a copy of their own that drifts.
 """

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { test } from "node:test";
 
-import { parseFacts, pageFacts } from "../static/shared/facts.js";
+import { parseFacts, pageFacts } from "../static/common/facts.js";
 import { CaptionTrack } from "../static/stage/captions.js";
 import { DrawnOnsets } from "../static/stage/drawnonsets.js";
 import { shapeless } from "../static/stage/face.js";

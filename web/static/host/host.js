@@ -4,7 +4,7 @@
 // from the answer and the page's facts), as are the calls (api.js) and the polling
 // (poller.js), and page.js puts it in place. No framework.
 
-import { pageFacts } from "../shared/facts.js";
+import { pageFacts } from "../common/facts.js";
 import { callApi, explain } from "./api.js";
 import { $, setText } from "./dom.js";
 import { clock } from "./format.js";

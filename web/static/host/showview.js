@@ -1,8 +1,8 @@
 // A GET /api/v1/show answer turned into what the host desk displays: every text, count, state
 // and class, ready for the page (host.js) to put in place. No DOM. `facts`: the page's
-// (../shared/facts.js): the sample rate that times the show, the lip-sync windows.
+// (../common/facts.js): the sample rate that times the show, the lip-sync windows.
 
-import { median } from "../shared/median.js";
+import { median } from "../common/median.js";
 import { clock, crossModal, ms, outputLatency, share, signedMs, timeOfDay } from "./format.js";
 import { fpsClass, lipClass } from "./grade.js";
 

@@ -17,7 +17,7 @@ import { VisemeTrack } from "./visemetrack.js";
 
 export class FrameLoop {
   /**
-   * `facts`: the page's (../shared/facts.js). `avatar` draws, `hearing` plays and measures the
+   * `facts`: the page's (../common/facts.js). `avatar` draws, `hearing` plays and measures the
    * audio, `timesync` knows the server's clock. `leadMs`: how far ahead of the sound the lips
    * are drawn; `holdMs`: how long a short viseme stays in the mouth's shape; `calibrate`: false
    * keeps measuring but never corrects. `showCaption(phrase)` shows the phrase heard (or null).

@@ -1,7 +1,7 @@
 // Animation frame figures: frames per second over the last second, and frames dropped
 // (an interval of k expected frame times means k − 1 frames were never drawn).
 
-import { median } from "../shared/median.js";
+import { median } from "../common/median.js";
 
 // an interval this many display periods long is a stall, not a frame rate
 const STALL = 4;

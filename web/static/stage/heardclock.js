@@ -9,7 +9,7 @@
 // What the context renders leaves the speakers its output latency later (latency.js): every
 // time here is a render time until `sampleAt` adds that.
 
-import { median } from "../shared/median.js";
+import { median } from "../common/median.js";
 import { requireRate } from "./rate.js";
 import { countUpTo } from "./sorted.js";
 

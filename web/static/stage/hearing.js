@@ -4,7 +4,7 @@
 // speech onset there), and what the context renders leaves the speakers its output latency
 // later (latency.js).
 
-import { median } from "../shared/median.js";
+import { median } from "../common/median.js";
 import { requireRate } from "./rate.js";
 
 /**

@@ -4,7 +4,7 @@
 // Chromium here, hundreds of ms on a Bluetooth headset or a busy sound server) and changes with
 // it, so it is read every frame, never assumed.
 
-import { median } from "../shared/median.js";
+import { median } from "../common/median.js";
 
 /**
  * What the context says of its latency now (ms): its base plus its output latency, where the

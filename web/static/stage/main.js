@@ -2,7 +2,7 @@
 // and exposes `window.allnighter` (docs/api.md, "The browser hook"). The frame loop and what it keeps
 // between frames are in frameloop.js.
 
-import { pageFacts } from "../shared/facts.js";
+import { pageFacts } from "../common/facts.js";
 import { Avatar } from "./avatar.js";
 import { Figure } from "./figure.js";
 import { FlatAvatar } from "./flatavatar.js";

@@ -2,7 +2,7 @@
 // (hearing.js) before it plays it, finds each speech onset there and matches it with the onset
 // the server announced at that sample. Measured, not assumed.
 
-import { median } from "../shared/median.js";
+import { median } from "../common/median.js";
 import { requireRate } from "./rate.js";
 
 // An onset: the first sample above `loud` after QUIET_MS of samples at most `quiet`, the

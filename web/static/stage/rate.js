@@ -1,5 +1,5 @@
 // The broadcast's sample rate as the stage's modules take it: from the page's facts
-// (../shared/facts.js), handed on by main.js, never assumed.
+// (../common/facts.js), handed on by main.js, never assumed.
 
 /** `sampleRate`, if it is one (samples a second, positive); else a TypeError. */
 export function requireRate(sampleRate) {
