@@ -13,6 +13,7 @@ never answered. So the pages open within OPEN_S, or the browser is killed and la
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -54,7 +55,9 @@ class Pages:
 
     @property
     def alive(self) -> list[Watcher]:
-        return [] if self.killed_at else [w for w in self.watchers if w.crashed_at is None]
+        if self.killed_at is not None:
+            return []
+        return [w for w in self.watchers if w.crashed_at is None]
 
     def marks(self) -> Marks:
         """Where each live page's window begins."""
@@ -62,28 +65,32 @@ class Pages:
 
     def figures(self, marks: Marks) -> dict[str, list[float]]:
         """Every page's figures since its mark, together (a tab that died leaves its out)."""
-        since = {id(w): mark for w, mark in marks}
+        since = dict(marks)
         self.wait(STATS_PERIOD_S + 0.5)  # each page's last report
         out: dict[str, list[float]] = {}
-        for figures in self._answered(lambda w: w.figures(since[id(w)], wait=False), set(since)):
+        for figures in self._answered(lambda w: w.figures(since[w], wait=False), list(since)):
             for key, values in figures.items():
                 out.setdefault(key, []).extend(values)
         return out
 
     def wait(self, seconds: float) -> None:
-        """Sleep, while Playwright takes the pages' events (while a page lives)."""
-        alive = self.alive
-        if alive:
-            alive[0].wait(seconds)
-        else:
-            time.sleep(seconds)
+        """Sleep, while Playwright takes the pages' events, on a live page's clock. A tab that
+        crashed before its event came fails to wait: the next one waits (and its event comes
+        meanwhile), or with none left it is a plain sleep."""
+        from playwright.sync_api import Error
+
+        for w in self.alive:
+            with contextlib.suppress(Error):
+                w.wait(seconds)
+                return
+        time.sleep(seconds)
 
     def crashes(self) -> list[float]:
         """When tabs died (monotonic s)."""
         return sorted(w.crashed_at for w in self.watchers if w.crashed_at is not None)
 
-    def _answered(self, ask: Callable[[Watcher], T], only: set[int] | None = None) -> list[T]:
-        """`ask` of every live page (of those in `only`), within the deadline in all, or the
+    def _answered(self, ask: Callable[[Watcher], T], among: list[Watcher] | None = None) -> list[T]:
+        """`ask` of every live page (of those `among`), within the deadline in all, or the
         browser is killed."""
         from playwright.sync_api import Error
 
@@ -91,7 +98,7 @@ class Pages:
         try:
             with answered_within(self.tag, self.deadline_s):
                 for w in self.alive:
-                    if only is not None and id(w) not in only:
+                    if among is not None and w not in among:
                         continue
                     try:
                         out.append(ask(w))
