@@ -16,6 +16,7 @@ from playwright.sync_api import Error as PlaywrightError
 from test_stage import CANVAS_STATS, _wait_loud
 
 from server.bench.browser import launch, now_ms, open_stage, probe, records
+from server.bench.cputime import CpuReader
 from server.bench.deadline import answered_within, kill_browser
 from server.bench.inprocess import LiveServer
 from server.bench.lipsync_figures import LOUD, OPEN, onsets
@@ -123,7 +124,18 @@ def test_a_tab_that_crashes_is_counted_and_the_other_tabs_figures_are_still_read
         assert pages.killed_at is None, "the browser was killed for one dead tab"
         assert figures["fps"] and min(figures["fps"]) > 0  # the live tab's own reports
         assert pages.alive == watchers[1:] and len(pages.crashes()) == 1
-        assert [w for w, _ in pages.marks()] == watchers[1:]
+        marks = pages.marks()
+        assert [w for w, _ in marks] == watchers[1:]
+        # a long run's probe drops what no window needs, and the page's heap is read
+        reader = CpuReader(os.getpid(), tag)
+        reader.read(time.monotonic())
+        pages.wait(2.0)
+        (heap,) = pages.forget(marks)
+        assert heap is not None and heap > 1.0, heap
+        kept = records(watchers[1].page, 0.0)
+        assert kept and min(r["t"] for r in kept) >= marks[0][1][0]
+        busy = reader.read(time.monotonic())
+        assert busy is not None and busy["renderers"] > 0.01 and busy["GPU process"] > 0.01, busy
     finally:
         other.close()
 

@@ -13,13 +13,13 @@ import contextlib
 import os
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from .browser import TAG_SWITCH
 
 
-def _processes() -> dict[int, tuple[int, str]]:
+def processes() -> dict[int, tuple[int, str]]:
     """Every process: its parent's pid and its command line."""
     out: dict[int, tuple[int, str]] = {}
     for entry in Path("/proc").iterdir():
@@ -35,16 +35,22 @@ def _processes() -> dict[int, tuple[int, str]]:
     return out
 
 
+def below(tree: dict[int, tuple[int, str]], roots: Iterable[int]) -> set[int]:
+    """`roots` (those in `tree`, from processes()) and every process under them."""
+    out = {pid for pid in roots if pid in tree}
+    grown = True
+    while grown:
+        under = {pid for pid, (ppid, _) in tree.items() if ppid in out} - out
+        out |= under
+        grown = bool(under)
+    return out
+
+
 def kill_browser(tag: str) -> int:
     """SIGKILL the browser launched with `tag` (browser.launch) and every process under it;
     how many were killed."""
-    procs = _processes()
-    doomed = {pid for pid, (_, cmd) in procs.items() if f"{TAG_SWITCH}={tag}" in cmd}
-    grown = True
-    while grown:
-        below = {pid for pid, (ppid, _) in procs.items() if ppid in doomed} - doomed
-        doomed |= below
-        grown = bool(below)
+    procs = processes()
+    doomed = below(procs, [pid for pid, (_, cmd) in procs.items() if f"{TAG_SWITCH}={tag}" in cmd])
     killed = 0
     for pid in doomed:
         with contextlib.suppress(OSError):

@@ -31,20 +31,21 @@ import os
 import signal
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from . import scrape
 from .browser import SERVER_NICE
 from .cores import cores_apart
+from .cputime import CpuReader
 from .deadline import answered_within
-from .nightlive_table import RSS_SPAN_S, Run, report, rss_between
+from .nightlive_table import RSS_SPAN_S, Run, Silences, report, rss_between
+from .nightlive_trend import PageReport
 from .ntpserver import NTPResponder
 from .pages import Marks, Pages, open_pages
 from .talking import idle, playing, talking_server
 from .viewers import collect, server_frames, start_clients
-from .watcher import Watcher
+from .watcher import Watcher, drawn_onsets
 
 TOKEN = "bench-nights-token-0"
 SETTLE_S = 20.0  # pages and viewers join, the first lines play, before anything is counted
@@ -54,6 +55,8 @@ GAP_S = 5.0  # the autopilot's max_silence_s
 STEP_S = 0.050
 WINDOW_S = 600.0  # the first and the last ten minutes (a third of a shorter run)
 POLL_S = 1.0  # the host's list (its last 20 lines), for the silences and the failures
+CPU_S = 10.0  # where the CPU went (cputime.py)
+FORGET_S = 60.0  # the probes drop the records no window needs, and the pages' heaps are read
 SCHEDULE = (
     (0.20, "tts_raises"),
     (0.35, "tts_hangs"),
@@ -76,22 +79,6 @@ def settings(ntp_port: int) -> str:
     )
 
 
-@dataclass
-class Silences:
-    """Stretches with nothing on the air, seen from the host's list every POLL_S: (when it
-    began, s since the run's start; how long, s)."""
-
-    since: float | None = None
-    stretches: list[tuple[float, float]] = field(default_factory=list)
-
-    def saw(self, t: float, on_air: bool) -> None:
-        if on_air and self.since is not None:
-            self.stretches.append((self.since, t - self.since))
-            self.since = None
-        elif not on_air and self.since is None:
-            self.since = t
-
-
 class LiveNight:
     """The run's state as it goes: the server, its watchers and viewers, what was seen."""
 
@@ -104,6 +91,7 @@ class LiveNight:
         self.silences = Silences()
         self.failures: dict[str, str] = {}  # utterance id → its reason
         self.viewers = start_clients(url, VIEWERS, 24 * 3600, CLIENT_NICE)  # killed at the drop
+        self.cpu = CpuReader(pid, tag, (proc.pid for proc, _ in self.viewers))
         self.started = time.monotonic()
         self._lookout: threading.Thread | None = None
         self._stop = threading.Event()
@@ -129,6 +117,8 @@ class LiveNight:
         self.silences.saw(self._looked_at, True)
 
     def _looking(self) -> None:
+        self.cpu.read(time.monotonic())
+        cpu_at = CPU_S
         while True:
             t = self.elapsed()
             try:
@@ -136,6 +126,9 @@ class LiveNight:
                 self.run.rss.append((t, scrape.rss_mb(self.pid)))
             except Exception as exc:  # the server busy or restarting: the next look will tell
                 print(f"{t:7.1f} s: no look ({exc!r})", flush=True)
+            if t >= cpu_at and (busy := self.cpu.read(time.monotonic())) is not None:
+                self.run.cpu.append((t, busy))
+                cpu_at += CPU_S
             if self._stop.wait(max(0.0, t + POLL_S - self.elapsed())):
                 return
 
@@ -163,6 +156,7 @@ class LiveNight:
             began = time.monotonic()
             remaining = max(60.0, self.run.total_s - at)
             self.viewers = start_clients(self.url, VIEWERS, remaining, CLIENT_NICE)
+            self.cpu.viewers = {proc.pid for proc, _ in self.viewers}
             self.run.rejoin_s = time.monotonic() - began
         else:
             scrape.post_json(self.url, "/api/v1/drill", {"fault": name}, TOKEN)
@@ -241,9 +235,13 @@ def _measure(night: LiveNight, total: float, window: float) -> None:
     first: Marks | None = night.pages.marks()
     last: Marks | None = None
     schedule = list(SCHEDULE)
+    forget_at = FORGET_S
     night.start_looking()
     try:
         while (t := night.elapsed()) < total:
+            if t >= forget_at:
+                run.heap.append((t, night.pages.forget(first or last)))
+                forget_at += FORGET_S
             if schedule and t >= schedule[0][0] * total:
                 night.fault(schedule.pop(0)[1])
             if first is not None and t >= window:
@@ -272,6 +270,17 @@ def _measure(night: LiveNight, total: float, window: float) -> None:
     run.counts = night.counts()
     run.failures = sorted(night.failures.values())
     run.pages_crashed = [t - night.started for t in night.pages.crashes()]
+    run.page_reports = [
+        PageReport(
+            t - night.started,
+            r.get("fps"),
+            [ms for ms, held in drawn_onsets(r) if not held],
+            sum(held for _, held in drawn_onsets(r)),
+        )
+        for w in night.pages.watchers
+        for t, r in w.reports
+        if t >= night.started
+    ]
     if night.pages.killed_at is not None:
         run.browser_killed_at = night.pages.killed_at - night.started
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from server.media.syncwindows import ATSC, in_window
 
+from .nightlive_trend import PageReport, trend
 from .table import median, pct, render
 
 RSS_GROWTH_GOAL = 2.0  # % from after the warm-up to the end
@@ -43,6 +44,25 @@ class Run:
     faults: list[tuple[float, str]] = field(default_factory=list)  # (s into the run, which)
     browser_killed_at: float | None = None  # s into the run: its pages did not answer
     pages_crashed: list[float] = field(default_factory=list)  # s into the run, a tab each
+    page_reports: list[PageReport] = field(default_factory=list)  # every page's, in the run
+    cpu: list[tuple[float, dict[str, float]]] = field(default_factory=list)  # cputime.CpuReader
+    heap: list[tuple[float, list[float | None]]] = field(default_factory=list)  # MB, each page
+
+
+@dataclass
+class Silences:
+    """Stretches with nothing on the air, seen from the host's list every second
+    (nightlive.POLL_S): (when it began, s since the run's start; how long, s)."""
+
+    since: float | None = None
+    stretches: list[tuple[float, float]] = field(default_factory=list)
+
+    def saw(self, t: float, on_air: bool) -> None:
+        if on_air and self.since is not None:
+            self.stretches.append((self.since, t - self.since))
+            self.since = None
+        elif not on_air and self.since is None:
+            self.since = t
 
 
 def _spread(values: list[float]) -> float:
@@ -219,9 +239,10 @@ def report(run: Run) -> str:
     long = ", ".join(
         f"{s:.1f} s at {began / 60:.1f} min" for began, s in run.silences if s > LONG_SILENCE_S
     )
+    spans = trend(run.total_s, run.page_reports, run.cpu, run.heap)
     return (
         f"{table}\n\nfaults: {faults}\nfailed utterances: {failed}\n"
-        f"silences over {LONG_SILENCE_S:g} s: {long or 'none'}"
+        f"silences over {LONG_SILENCE_S:g} s: {long or 'none'}\n\n{spans}"
     )
 
 

@@ -73,6 +73,12 @@ class Pages:
                 out.setdefault(key, []).extend(values)
         return out
 
+    def forget(self, marks: Marks | None) -> list[float | None]:
+        """Each live page's probe keeps only its records since its mark (the last minute's,
+        with none); each page's JS heap in use after, MB."""
+        since = dict(marks or [])
+        return self._answered(lambda w: w.forget(since.get(w)))
+
     def wait(self, seconds: float) -> None:
         """Sleep, while Playwright takes the pages' events, on a live page's clock. A tab that
         crashed before its event came fails to wait: the next one waits (and its event comes

@@ -171,6 +171,15 @@
   window.__probe = {
     now,
     since: (t) => records.filter((r) => r.t >= t),
+    // Drop the records before `t` (epoch ms; by default, all but the last minute's): a long
+    // run keeps only what its open window needs, so the page it measures does not carry an
+    // hour of them (60,000 at most, otherwise). The JS heap in use after, MB (null unknown).
+    forget: (t = now() - 60000) => {
+      let n = 0;
+      while (n < records.length && records[n].t < t) n++;
+      records.splice(0, n);
+      return performance.memory ? performance.memory.usedJSHeapSize / 2 ** 20 : null;
+    },
     // how many ms of [from, to] the main thread spent in long tasks
     busy: (from, to) =>
       busy.reduce((ms, [a, b]) => ms + Math.max(0, Math.min(b, to) - Math.max(a, from)), 0),

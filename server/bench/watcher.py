@@ -39,6 +39,13 @@ class Watcher:
     def mark(self) -> tuple[float, float]:
         return now_ms(self.page), time.monotonic()
 
+    def forget(self, mark: tuple[float, float] | None) -> float | None:
+        """The probe drops its records from before `mark` (all but the last minute's, with
+        none); the page's JS heap in use after, MB."""
+        before = None if mark is None else mark[0]
+        heap = self.page.evaluate("(t) => window.__probe.forget(t ?? undefined)", before)
+        return None if heap is None else float(heap)
+
     def wait(self, seconds: float) -> None:
         """Sleep, while Playwright takes the page's events."""
         self.page.wait_for_timeout(seconds * 1000)
@@ -58,7 +65,7 @@ class Watcher:
         probed = [(m - t, seen_late(recs, m)) for t, m in found]
         reports = [r for t, r in self.reports if t >= since]
         lines = [u for r in reports for u in r.get("utterance_onsets", [])]
-        drawn = [d for r in reports for d in _drawn(r)]
+        drawn = [d for r in reports for d in drawn_onsets(r)]
         return {
             "probe": [ms for ms, late in probed if not late],
             "probe seen late": [ms for ms, late in probed if late],
@@ -69,7 +76,7 @@ class Watcher:
         }
 
 
-def _drawn(report: dict) -> list[tuple[float, bool]]:
+def drawn_onsets(report: dict) -> list[tuple[float, bool]]:
     """A page's report's lip-sync offsets, each with whether its frame came held back."""
     onsets = report["lipsync_onsets_ms"]
     held = report.get("lipsync_onsets_held") or [False] * len(onsets)

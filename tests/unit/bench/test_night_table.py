@@ -3,7 +3,11 @@ a clock that did not follow, viewers who did not come back, each with its verdic
 
 from __future__ import annotations
 
+import os
+
+from server.bench.cputime import CpuReader
 from server.bench.nightlive_table import Run, report, rss_between
+from server.bench.nightlive_trend import PageReport
 from server.bench.table import rows_of
 
 TITLE = "bench nights: a real run"
@@ -131,6 +135,7 @@ def test_the_show_is_looked_at_every_second_while_the_run_reads_its_pages(monkey
     night.silences, night.failures = nightlive.Silences(), {}
     night.started, night._looked_at = time.monotonic(), 0.0
     night._lookout, night._stop = None, threading.Event()
+    night.cpu = CpuReader(os.getpid(), "no-browser")
     night.start_looking()
     time.sleep(3.5)  # the main thread busy with the pages
     assert len(night.run.rss) >= 2 and not night.silences.stretches
@@ -143,3 +148,25 @@ def test_the_show_is_looked_at_every_second_while_the_run_reads_its_pages(monkey
     assert len(night.silences.stretches) == 1, night.silences.stretches
     ((began, lasted),) = night.silences.stretches
     assert set_at <= began and lasted > 0.5 and began + lasted <= stopped
+
+
+def test_the_spans_say_when_the_frames_fell_and_which_process_took_the_core():
+    # the pages draw 20 frames a second for 50 minutes, then 16, while the renderers take more
+    reports = [
+        PageReport(float(t), 20.0 if t < 3000 else 16.0, [10.0, -30.0], 1)
+        for t in range(0, 3600, 5)
+    ]
+    cpu = [
+        (float(t), {"server": 0.9, "renderers": 0.3 if t < 3000 else 0.5, "core 0": 0.95})
+        for t in range(10, 3600, 10)
+    ]
+    heap = [(float(t), [12.0, None]) for t in range(60, 3600, 60)]
+    out = report(a_run(page_reports=reports, cpu=cpu, heap=heap))
+    spans = rows_of(out, "the run span by span")
+    assert list(spans) == ["0–10", "10–20", "20–30", "30–40", "40–50", "50–60"]
+    first, last = spans["0–10"], spans["50–60"]
+    assert (first["fps"], last["fps"]) == ("20.0", "16.0")
+    assert (first["renderers"], last["renderers"]) == ("0.30", "0.50")
+    assert first["page lip-sync |p95| ms"] == "30.0" and first["held back %"] == "33.3"
+    assert first["JS heap MB"] == "12.0" and first["core 0"] == "0.95"
+    assert first["viewers"] == "0.00"  # a part never read is idle, not missing
