@@ -16,8 +16,9 @@ from playwright.sync_api import Error as PlaywrightError
 from test_stage import CANVAS_STATS, _wait_loud
 
 from server.bench.browser import launch, now_ms, open_stage, probe, records
+from server.bench.cores import confine_browser
 from server.bench.cputime import CpuReader
-from server.bench.deadline import answered_within, kill_browser
+from server.bench.deadline import answered_within, kill_browser, of_browser, processes
 from server.bench.inprocess import LiveServer
 from server.bench.lipsync_figures import LOUD, OPEN, onsets
 from server.bench.pages import Pages, open_pages
@@ -110,6 +111,11 @@ def test_a_tab_that_crashes_is_counted_and_the_other_tabs_figures_are_still_read
     other = launch(SimpleNamespace(chromium=browser.browser_type), tag)
     try:
         watchers = [Watcher(other, show.url) for _ in range(2)]
+        # SwiftShader pins its workers to cores of its choosing: they are brought back
+        confine_browser(tag)
+        mine, tree = os.sched_getaffinity(0), processes()
+        threads = [t for p in of_browser(tag, tree) for t in os.listdir(f"/proc/{p}/task")]
+        assert len(threads) > 10 and all(_cores_of(int(t), mine) == mine for t in threads)
         pages = Pages(watchers, tag, deadline_s=60.0)
         marks = pages.marks()
         assert [w for w, _ in marks] == watchers
@@ -138,6 +144,13 @@ def test_a_tab_that_crashes_is_counted_and_the_other_tabs_figures_are_still_read
         assert busy is not None and busy["renderers"] > 0.01 and busy["GPU process"] > 0.01, busy
     finally:
         other.close()
+
+
+def _cores_of(tid: int, default: set[int]) -> set[int]:
+    try:
+        return os.sched_getaffinity(tid)
+    except OSError:  # a thread that ended meanwhile
+        return default
 
 
 def test_a_browser_that_cannot_open_its_pages_is_killed_and_launched_again(browser):

@@ -48,7 +48,7 @@ from server.media.syncwindows import ATSC, in_window
 from . import scrape
 from .attacks import ATTACKS
 from .browser import SERVER_NICE, launch
-from .cores import cores_apart
+from .cores import confine_browser, cores_apart
 from .lipsync_tables import goals
 from .table import median, pct, render
 from .talking import talking_server
@@ -196,8 +196,10 @@ def run(seconds: float, after_s: float = 60.0) -> str:
         ),
         sync_playwright() as pw,
     ):
-        browser = launch(pw)
+        tag = f"abuse-{os.getpid()}"
+        browser = launch(pw, tag)
         watcher = Watcher(browser, url)
+        confine_browser(tag)
         watcher.wait(WARM_UP_S)
         for attack in ATTACKS:
             row, figures = _phase(server.pid, url, attack, seconds, after_s, watcher)

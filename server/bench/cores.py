@@ -3,9 +3,12 @@ machines (a viewer's browser, an attacker) on the rest."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+from .deadline import of_browser, processes
 
 
 @contextmanager
@@ -32,3 +35,21 @@ def placed(nice: int, cpus: set[int] | None) -> None:
         os.nice(nice)
     if cpus:
         os.sched_setaffinity(0, cpus)
+
+
+def confine_browser(tag: str) -> int:
+    """Every thread of the browser launched with `tag` (browser.launch) on the calling thread's
+    cores; how many were elsewhere. Launched from a thread on the clients' cores, the browser
+    starts there, but SwiftShader (its software WebGL) pins each of its rasterizer's worker
+    threads to one core of the whole machine, the server's included: in the benches before
+    this, the pages' drawing ran partly on the server's core, at the browser's raised priority.
+    Threads started later are pinned anew, so a long run calls this again."""
+    mine = os.sched_getaffinity(0)
+    moved = 0
+    for pid in of_browser(tag, processes()):
+        with contextlib.suppress(OSError):  # a thread or process gone meanwhile
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                if os.sched_getaffinity(int(tid)) != mine:
+                    os.sched_setaffinity(int(tid), mine)
+                    moved += 1
+    return moved

@@ -12,11 +12,17 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from .browser import TAG_SWITCH
-from .deadline import below, processes
+from .deadline import below, of_browser, processes
 
 TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
-PARTS = ("server", "GPU process", "renderers", "browser, other", "viewers")
+PARTS = ("server", "GPU process", "renderers", "zygotes", "browser, other", "viewers")
+KINDS = {
+    "--type=gpu-process": "GPU process",
+    "--type=renderer": "renderers",
+    "--type=zygote": "zygotes",
+}
+# A zygote forks renderers and waits. One once spun in the kernel for a whole run (most of a
+# core, no tab could be opened, dead renderers left unreaped): its share is read apart.
 
 
 def _cpu_s(pid: int) -> float | None:
@@ -54,15 +60,12 @@ class CpuReader:
         """Each process of the run: which part it is."""
         out = {pid: "server" for pid in below(tree, [self.server])}
         out |= {pid: "viewers" for pid in below(tree, self.viewers)}
-        switch = f"{TAG_SWITCH}={self.tag}"
-        roots = [pid for pid, (_, cmd) in tree.items() if switch in cmd]
-        for pid in below(tree, roots):
+        for pid in of_browser(self.tag, tree):
             cmd = tree[pid][1]
             kind = "browser, other"
-            if "--type=gpu-process" in cmd:
-                kind = "GPU process"
-            elif "--type=renderer" in cmd:
-                kind = "renderers"
+            for switch, part in KINDS.items():
+                if switch in cmd:
+                    kind = part
             out[pid] = kind
         return out
 

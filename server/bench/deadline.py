@@ -46,13 +46,16 @@ def below(tree: dict[int, tuple[int, str]], roots: Iterable[int]) -> set[int]:
     return out
 
 
+def of_browser(tag: str, tree: dict[int, tuple[int, str]]) -> set[int]:
+    """The browser launched with `tag` (browser.launch) and every process under it."""
+    return below(tree, [pid for pid, (_, cmd) in tree.items() if f"{TAG_SWITCH}={tag}" in cmd])
+
+
 def kill_browser(tag: str) -> int:
     """SIGKILL the browser launched with `tag` (browser.launch) and every process under it;
     how many were killed."""
-    procs = processes()
-    doomed = below(procs, [pid for pid, (_, cmd) in procs.items() if f"{TAG_SWITCH}={tag}" in cmd])
     killed = 0
-    for pid in doomed:
+    for pid in of_browser(tag, processes()):
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
             killed += 1

@@ -36,7 +36,7 @@ from typing import Any
 
 from . import scrape
 from .browser import SERVER_NICE
-from .cores import cores_apart
+from .cores import confine_browser, cores_apart
 from .cputime import CpuReader
 from .deadline import answered_within
 from .nightlive_table import RSS_SPAN_S, Run, Silences, report, rss_between
@@ -126,8 +126,10 @@ class LiveNight:
                 self.run.rss.append((t, scrape.rss_mb(self.pid)))
             except Exception as exc:  # the server busy or restarting: the next look will tell
                 print(f"{t:7.1f} s: no look ({exc!r})", flush=True)
-            if t >= cpu_at and (busy := self.cpu.read(time.monotonic())) is not None:
-                self.run.cpu.append((t, busy))
+            if t >= cpu_at:
+                self.run.threads_moved += confine_browser(self.pages.tag)
+                if (busy := self.cpu.read(time.monotonic())) is not None:
+                    self.run.cpu.append((t, busy))
                 cpu_at += CPU_S
             if self._stop.wait(max(0.0, t + POLL_S - self.elapsed())):
                 return

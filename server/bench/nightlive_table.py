@@ -47,6 +47,7 @@ class Run:
     page_reports: list[PageReport] = field(default_factory=list)  # every page's, in the run
     cpu: list[tuple[float, dict[str, float]]] = field(default_factory=list)  # cputime.CpuReader
     heap: list[tuple[float, list[float | None]]] = field(default_factory=list)  # MB, each page
+    threads_moved: int = 0  # browser threads found off the clients' cores after the start
 
 
 @dataclass
@@ -242,7 +243,9 @@ def report(run: Run) -> str:
     spans = trend(run.total_s, run.page_reports, run.cpu, run.heap)
     return (
         f"{table}\n\nfaults: {faults}\nfailed utterances: {failed}\n"
-        f"silences over {LONG_SILENCE_S:g} s: {long or 'none'}\n\n{spans}"
+        f"silences over {LONG_SILENCE_S:g} s: {long or 'none'}\n"
+        f"browser threads found off the clients' cores after the start: {run.threads_moved}"
+        f"\n\n{spans}"
     )
 
 

@@ -8,7 +8,8 @@ DEADLINE_S is killed (deadline.py), and nothing more is asked of it.
 On this machine Chromium's zygote, the process every renderer is forked from, once spun in the
 kernel from the browser's first minute on (60 % of a core, never blocking again): no tab could
 be opened, and dead renderers were left unreaped, which is how two hours ended with tabs that
-never answered. So the pages open within OPEN_S, or the browser is killed and launched again.
+never answered; a later run's spun from its start, its tabs open. So the pages open within
+OPEN_S, and then the zygotes are idle, or the browser is killed and launched again.
 """
 
 from __future__ import annotations
@@ -19,19 +20,32 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from .browser import launch
+from .cores import confine_browser
+from .cputime import CpuReader
 from .deadline import answered_within, kill_browser
 from .watcher import STATS_PERIOD_S, Watcher
 
 DEADLINE_S = 120.0  # for the five pages' figures of a window (seconds, normally)
 OPEN_S = 120.0  # for a browser to open the pages (5-10 s, normally)
 LAUNCHES = 2
+SPIN_CORES, SPIN_CHECK_S = 0.2, 3.0  # a zygote this busy (cores) with the pages open spins
 T = TypeVar("T")
 Marks = list[tuple[Watcher, tuple[float, float]]]  # where each live page's window begins
 
 
+def zygotes_busy(tag: str) -> float:
+    """How busy the zygotes of the browser launched with `tag` are, in cores (CPU s a second),
+    over SPIN_CHECK_S: with its pages open they have nothing to do."""
+    reader = CpuReader(-1, tag)
+    reader.read(time.monotonic())
+    time.sleep(SPIN_CHECK_S)
+    return (reader.read(time.monotonic()) or {}).get("zygotes", 0.0)
+
+
 def open_pages(pw: Any, tag: str, url: str, n: int) -> tuple[Any, list[Watcher], str]:
-    """A browser with `n` watchers on `url`, opened within OPEN_S (tried LAUNCHES times, a
-    new browser each), and the tag it was launched with (`tag`, numbered)."""
+    """A browser with `n` watchers on `url`, opened within OPEN_S with its zygotes idle (tried
+    LAUNCHES times, a new browser each), on this thread's cores, and the tag it was launched
+    with (`tag`, numbered)."""
     from playwright.sync_api import Error
 
     for attempt in range(1, LAUNCHES + 1):
@@ -39,10 +53,17 @@ def open_pages(pw: Any, tag: str, url: str, n: int) -> tuple[Any, list[Watcher],
         browser = launch(pw, tagged)
         try:
             with answered_within(tagged, OPEN_S):
-                return browser, [Watcher(browser, url) for _ in range(n)], tagged
+                watchers = [Watcher(browser, url) for _ in range(n)]
         except Error as exc:
             kill_browser(tagged)  # where a page failed on its own, the browser still runs
             print(f"the browser did not open {n} pages within {OPEN_S:g} s: {exc}", flush=True)
+            continue
+        confine_browser(tagged)
+        spin = zygotes_busy(tagged)
+        if spin <= SPIN_CORES:
+            return browser, watchers, tagged
+        kill_browser(tagged)
+        print(f"the zygotes spun ({spin:.2f} of a core, pages open): launched again", flush=True)
     raise RuntimeError(f"no browser opened {n} pages in {LAUNCHES} launches")
 
 

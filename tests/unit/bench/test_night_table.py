@@ -4,6 +4,7 @@ a clock that did not follow, viewers who did not come back, each with its verdic
 from __future__ import annotations
 
 import os
+from types import SimpleNamespace
 
 from server.bench.cputime import CpuReader
 from server.bench.nightlive_table import Run, report, rss_between
@@ -136,6 +137,7 @@ def test_the_show_is_looked_at_every_second_while_the_run_reads_its_pages(monkey
     night.started, night._looked_at = time.monotonic(), 0.0
     night._lookout, night._stop = None, threading.Event()
     night.cpu = CpuReader(os.getpid(), "no-browser")
+    night.pages = SimpleNamespace(tag="no-browser")
     night.start_looking()
     time.sleep(3.5)  # the main thread busy with the pages
     assert len(night.run.rss) >= 2 and not night.silences.stretches
