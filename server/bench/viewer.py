@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from array import array
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,9 +31,28 @@ class HeardFrame:
 
 
 @dataclass
+class Tally:
+    """What a long run needs of each frame heard, without the frame: where it falls on the
+    broadcast clock and when it came, in two flat arrays (16 bytes a frame, no object each).
+    Kept whole, an hour of twenty viewers' frames is 3.6 million objects and about 7 GB."""
+
+    samples: array = field(default_factory=lambda: array("q"))
+    arrived: array = field(default_factory=lambda: array("d"))
+
+    def add(self, sample: int, arrived: float) -> None:
+        self.samples.append(sample)
+        self.arrived.append(arrived)
+
+    def clear(self) -> None:
+        del self.samples[:]
+        del self.arrived[:]
+
+
+@dataclass
 class PythonViewer:
     base_url: str
     listen_socket: bool = True
+    tally: Tally | None = None  # given, each frame heard is tallied there, not kept in frames
     frames: list[HeardFrame] = field(default_factory=list)
     events: list[tuple[str, dict, float]] = field(default_factory=list)
     rtp_base: int | None = None
@@ -92,6 +112,9 @@ class PythonViewer:
                 # timestamp back to get the raw RTP timestamp, then map it to the broadcast clock
                 rtp_ts = (frame.pts + mapper._origin) % (1 << 32)
                 near = unwrap_rtp(rtp_ts, base, near)
+                if self.tally is not None:
+                    self.tally.add(near, time.monotonic())
+                    continue
                 pcm = frame.to_ndarray().reshape(-1, len(frame.layout.channels))[:, 0]
                 self.frames.append(HeardFrame(near, pcm.astype(np.int16), time.monotonic()))
 

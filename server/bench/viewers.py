@@ -20,11 +20,16 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import scrape
 from .table import render
 from .talking import talking_server
 
+if TYPE_CHECKING:  # the viewer itself is imported in the client processes only
+    from .viewer import Tally
+
+FRAME = 960  # samples a frame: 20 ms at 48 kHz
 LATE_MS = 100.0
 LOSS_GOAL = 0.5  # percent
 
@@ -157,33 +162,39 @@ def run(counts: list[int], seconds: float) -> str:
 
 # ---- the client process ----------------------------------------------------------------------
 async def _client(url: str, n: int, seconds: float) -> dict:
-    from .viewer import PythonViewer
+    from .viewer import PythonViewer, Tally
 
     viewers = []
     for _ in range(n):
-        v = PythonViewer(url, listen_socket=False)
+        v = PythonViewer(url, listen_socket=False, tally=Tally())
         await v.connect()
         viewers.append(v)
     await asyncio.sleep(1.0)  # let every jitter buffer settle before counting
     for v in viewers:
-        v.frames.clear()
+        assert v.tally is not None
+        v.tally.clear()
     print("connected", flush=True)
     await asyncio.sleep(seconds)
     heard, expected, lost, late = 0, 0, 0, 0
     for v in viewers:
-        frames = list(v.frames)
-        if not frames:
+        assert v.tally is not None
+        if not v.tally.samples:
             continue
         heard += 1
-        samples = {f.sample for f in frames}
-        span = (max(samples) - min(samples)) // 960 + 1
-        expected += span
-        lost += span - len(samples)
-        delays = [f.arrived - f.sample / 48_000 for f in frames]
-        typical = statistics.median(delays)
-        late += sum(1 for d in delays if (d - typical) * 1000 > LATE_MS)
+        span, missing, behind = counted(v.tally)
+        expected, lost, late = expected + span, lost + missing, late + behind
     await asyncio.gather(*(v.close() for v in viewers), return_exceptions=True)
     return {"viewers_heard": heard, "expected": expected, "lost": lost, "late": late}
+
+
+def counted(tally: Tally) -> tuple[int, int, int]:
+    """A viewer's frames expected (from the first heard to the last), lost, and late (more than
+    LATE_MS behind its typical delay)."""
+    samples = set(tally.samples)
+    span = (max(samples) - min(samples)) // FRAME + 1
+    delays = [at - sample / 48_000 for sample, at in zip(tally.samples, tally.arrived, strict=True)]
+    typical = statistics.median(delays)
+    return span, span - len(samples), sum(1 for d in delays if (d - typical) * 1000 > LATE_MS)
 
 
 def main(args: argparse.Namespace) -> int:
