@@ -26,6 +26,11 @@ class PageReport:
     held: int  # onsets on frames held back
 
 
+def _minutes(at_s: float, length_s: float) -> str:
+    """`at_s` in minutes, as whole ones where the spans are (a short run's are not)."""
+    return f"{at_s / 60:.0f}" if length_s % 60 == 0 else f"{at_s / 60:.1f}"
+
+
 def _span(rows: list[tuple[float, object]], start: float, end: float) -> list:
     return [x for t, x in rows if start <= t < end]
 
@@ -50,7 +55,7 @@ def trend(
         heaps = [h for hs in _span([(t, h) for t, h in heap], start, end) for h in hs if h]
         rows.append(
             [
-                f"{start / 60:.0f}–{end / 60:.0f}",
+                f"{_minutes(start, length)}–{_minutes(end, length)}",
                 median([r.fps for r in mine if r.fps is not None]),
                 pct([abs(x) for x in onsets], 95),
                 100 * held / max(1, held + len(onsets)),
