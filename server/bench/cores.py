@@ -37,16 +37,17 @@ def placed(nice: int, cpus: set[int] | None) -> None:
         os.sched_setaffinity(0, cpus)
 
 
-def confine_browser(tag: str) -> int:
+def confine_browser(tag: str, tree: dict[int, tuple[int, str]] | None = None) -> int:
     """Every thread of the browser launched with `tag` (browser.launch) on the calling thread's
     cores; how many were elsewhere. Launched from a thread on the clients' cores, the browser
     starts there, but SwiftShader (its software WebGL) pins each of its rasterizer's worker
     threads to one core of the whole machine, the server's included: in the benches before
     this, the pages' drawing ran partly on the server's core, at the browser's raised priority.
-    Threads started later are pinned anew, so a long run calls this again."""
+    Threads started later are pinned anew, so a long run calls this again. `tree`: processes(),
+    where the caller has read it already."""
     mine = os.sched_getaffinity(0)
     moved = 0
-    for pid in of_browser(tag, processes()):
+    for pid in of_browser(tag, tree if tree is not None else processes()):
         with contextlib.suppress(OSError):  # a thread or process gone meanwhile
             for tid in os.listdir(f"/proc/{pid}/task"):
                 if os.sched_getaffinity(int(tid)) != mine:

@@ -69,12 +69,15 @@ class CpuReader:
             out[pid] = kind
         return out
 
-    def read(self, at: float) -> dict[str, float] | None:
+    def read(
+        self, at: float, tree: dict[int, tuple[int, str]] | None = None
+    ) -> dict[str, float] | None:
         """Cores busy per part and per core since the last read (`at`: monotonic s); None at
-        the first. A process that ended between two reads is not counted for that span."""
+        the first. A process that ended between two reads is not counted for that span.
+        `tree`: processes(), where the caller has read it already."""
         now: dict[int, float] = {}
         busy = dict.fromkeys(PARTS, 0.0)
-        for pid, part in self.part_of(processes()).items():
+        for pid, part in self.part_of(tree if tree is not None else processes()).items():
             used = _cpu_s(pid)
             if used is None:
                 continue

@@ -38,7 +38,7 @@ from . import scrape
 from .browser import SERVER_NICE
 from .cores import confine_browser, cores_apart
 from .cputime import CpuReader
-from .deadline import answered_within
+from .deadline import answered_within, processes
 from .nightlive_table import RSS_SPAN_S, Run, Silences, report, rss_between
 from .nightlive_trend import PageReport
 from .ntpserver import NTPResponder
@@ -127,8 +127,9 @@ class LiveNight:
             except Exception as exc:  # the server busy or restarting: the next look will tell
                 print(f"{t:7.1f} s: no look ({exc!r})", flush=True)
             if t >= cpu_at:
-                self.run.threads_moved += confine_browser(self.pages.tag)
-                if (busy := self.cpu.read(time.monotonic())) is not None:
+                tree = processes()  # one reading of /proc for both
+                self.run.threads_moved += confine_browser(self.pages.tag, tree)
+                if (busy := self.cpu.read(time.monotonic(), tree)) is not None:
                     self.run.cpu.append((t, busy))
                 cpu_at += CPU_S
             if self._stop.wait(max(0.0, t + POLL_S - self.elapsed())):
@@ -273,18 +274,24 @@ def _measure(night: LiveNight, total: float, window: float) -> None:
     run.failures = sorted(night.failures.values())
     run.pages_crashed = [t - night.started for t in night.pages.crashes()]
     run.page_reports = [
-        PageReport(
-            t - night.started,
-            r.get("fps"),
-            [ms for ms, held in drawn_onsets(r) if not held],
-            sum(held for _, held in drawn_onsets(r)),
-        )
+        _page_report(t - night.started, r)
         for w in night.pages.watchers
         for t, r in w.reports
         if t >= night.started
     ]
     if night.pages.killed_at is not None:
         run.browser_killed_at = night.pages.killed_at - night.started
+
+
+def _page_report(at: float, report: dict) -> PageReport:
+    """A page's report as the run keeps it (`at`: s into the run)."""
+    drawn = drawn_onsets(report)
+    return PageReport(
+        at,
+        report.get("fps"),
+        [ms for ms, held in drawn if not held],
+        sum(held for _, held in drawn),
+    )
 
 
 def main_live(args: Any) -> None:

@@ -164,24 +164,23 @@ def run(counts: list[int], seconds: float) -> str:
 async def _client(url: str, n: int, seconds: float) -> dict:
     from .viewer import PythonViewer, Tally
 
+    tallies = [Tally() for _ in range(n)]
     viewers = []
-    for _ in range(n):
-        v = PythonViewer(url, listen_socket=False, tally=Tally())
+    for tally in tallies:
+        v = PythonViewer(url, listen_socket=False, tally=tally)
         await v.connect()
         viewers.append(v)
     await asyncio.sleep(1.0)  # let every jitter buffer settle before counting
-    for v in viewers:
-        assert v.tally is not None
-        v.tally.clear()
+    for tally in tallies:
+        tally.clear()
     print("connected", flush=True)
     await asyncio.sleep(seconds)
     heard, expected, lost, late = 0, 0, 0, 0
-    for v in viewers:
-        assert v.tally is not None
-        if not v.tally.samples:
+    for tally in tallies:
+        if not tally.samples:
             continue
         heard += 1
-        span, missing, behind = counted(v.tally)
+        span, missing, behind = counted(tally)
         expected, lost, late = expected + span, lost + missing, late + behind
     await asyncio.gather(*(v.close() for v in viewers), return_exceptions=True)
     return {"viewers_heard": heard, "expected": expected, "lost": lost, "late": late}
