@@ -240,7 +240,7 @@ def report(run: Run) -> str:
     long = ", ".join(
         f"{s:.1f} s at {began / 60:.1f} min" for began, s in run.silences if s > LONG_SILENCE_S
     )
-    spans = trend(run.total_s, run.page_reports, run.cpu, run.heap)
+    spans = trend(run.total_s, run.page_reports, run.cpu, run.heap, run.rss)
     return (
         f"{table}\n\nfaults: {faults}\nfailed utterances: {failed}\n"
         f"silences over {LONG_SILENCE_S:g} s: {long or 'none'}\n"

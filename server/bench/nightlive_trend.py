@@ -8,11 +8,14 @@ its core, or a page whose heap grew.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from .cputime import PARTS
 from .table import median, pct, render
 
+T = TypeVar("T")
 SPANS = 6  # the run is cut into this many spans (ten minutes each in an hour)
 
 
@@ -31,7 +34,7 @@ def _minutes(at_s: float, length_s: float) -> str:
     return f"{at_s / 60:.0f}" if length_s % 60 == 0 else f"{at_s / 60:.1f}"
 
 
-def _span(rows: list[tuple[float, object]], start: float, end: float) -> list:
+def _span(rows: Sequence[tuple[float, T]], start: float, end: float) -> list[T]:
     return [x for t, x in rows if start <= t < end]
 
 
@@ -40,9 +43,12 @@ def trend(
     reports: list[PageReport],
     cpu: list[tuple[float, dict[str, float]]],
     heap: list[tuple[float, list[float | None]]],
+    rss: list[tuple[float, float]],
 ) -> str:
     """A table of the run in SPANS spans: medians of the pages' reports, of the pages' JS
-    heaps and of the cores busy per part (CPU s a second) as read through the run."""
+    heaps, of the server's RSS and of the cores busy per part (CPU s a second) as read
+    through the run. The server's RSS span by span tells a steady growth from the swing of
+    ±40 MB that replies coming and going give a single reading."""
     length = total_s / SPANS
     cores = sorted({k for _, busy in cpu for k in busy if k not in PARTS})
     rows: list[list[object]] = []
@@ -51,8 +57,8 @@ def trend(
         mine = [r for r in reports if start <= r.at < end]
         onsets = [x for r in mine for x in r.onsets]
         held = sum(r.held for r in mine)
-        busy = _span([(t, b) for t, b in cpu], start, end)
-        heaps = [h for hs in _span([(t, h) for t, h in heap], start, end) for h in hs if h]
+        busy = _span(cpu, start, end)
+        heaps = [h for hs in _span(heap, start, end) for h in hs if h]
         rows.append(
             [
                 f"{_minutes(start, length)}–{_minutes(end, length)}",
@@ -60,18 +66,21 @@ def trend(
                 pct([abs(x) for x in onsets], 95),
                 100 * held / max(1, held + len(onsets)),
                 median(heaps),
+                median(_span(rss, start, end)),
                 *(median([b.get(part, 0.0) for b in busy]) for part in (*PARTS, *cores)),
             ]
         )
     return render(
-        "the run span by span: the stage pages (medians of their reports) and the cores busy "
-        "(CPU s a second, medians of readings every 10 s)",
+        "the run span by span: the stage pages (medians of their reports), the server's RSS "
+        "(medians of readings every second) and the cores busy (CPU s a second, medians of "
+        "readings every 10 s)",
         [
             "minutes",
             "fps",
             "page lip-sync \\|p95\\| ms",
             "held back %",
             "JS heap MB",
+            "server RSS MB",
             *PARTS,
             *cores,
         ],

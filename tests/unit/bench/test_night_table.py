@@ -163,7 +163,8 @@ def test_the_spans_say_when_the_frames_fell_and_which_process_took_the_core():
         for t in range(10, 3600, 10)
     ]
     heap = [(float(t), [12.0, None]) for t in range(60, 3600, 60)]
-    out = report(a_run(page_reports=reports, cpu=cpu, heap=heap))
+    rss = [(float(t), 1200.0 + t / 60) for t in range(0, 3600)]  # a steady MB a minute
+    out = report(a_run(page_reports=reports, cpu=cpu, heap=heap, rss=rss))
     spans = rows_of(out, "the run span by span")
     assert list(spans) == ["0–10", "10–20", "20–30", "30–40", "40–50", "50–60"]
     first, last = spans["0–10"], spans["50–60"]
@@ -171,4 +172,5 @@ def test_the_spans_say_when_the_frames_fell_and_which_process_took_the_core():
     assert (first["renderers"], last["renderers"]) == ("0.30", "0.50")
     assert first["page lip-sync |p95| ms"] == "30.0" and first["held back %"] == "33.3"
     assert first["JS heap MB"] == "12.0" and first["core 0"] == "0.95"
+    assert (first["server RSS MB"], last["server RSS MB"]) == ("1205.0", "1255.0")
     assert first["viewers"] == "0.00"  # a part never read is idle, not missing

@@ -19,4 +19,3 @@ def test_a_frame_missing_and_one_late_are_counted_from_the_tally():
     assert counted(tally) == (500, 1, 1)
     tally.clear()
     assert not tally.samples and not tally.arrived
-
