@@ -121,6 +121,11 @@ class Broadcast:
     def unlisten(self, listener: Listener) -> None:
         self._listeners.discard(listener)
 
+    @property
+    def listening(self) -> int:
+        """Listeners the frames are queued for: the viewers' tracks that have started."""
+        return len(self._listeners)
+
     def observe(self, callback: Callable[[EmittedFrame], None]) -> None:
         self._observers.append(callback)
 

@@ -4,13 +4,16 @@ never connects is closed, one address holds a bounded share, and the server take
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
+import time
 
 import pytest
 from aiortc import RTCPeerConnection
 
 from server.bench.inprocess import LiveServer, request
 from server.config import WebRTCConfig, load_config
-from server.keys import PEERS
+from server.keys import BROADCAST, PEERS
 from server.loading import Models
 from server.transport import rtp
 from server.transport.peers import OfferError, ViewerPeers
@@ -168,3 +171,56 @@ def test_peers_that_have_not_connected_are_bounded_apart_from_the_viewer_limit()
     assert results[:3] == ["ok"] * 3
     assert results[3] == "503 3 viewers are connecting: try again in a few seconds"
     assert results[4] == "ok"
+
+
+# two viewers in a process of their own, which the test kills: gone as a machine that loses
+# its network goes, with no goodbye (no RTCP BYE, no DTLS close, no socket.io disconnect)
+VANISHING = """
+import asyncio, sys
+from server.bench.viewer import PythonViewer
+
+async def main():
+    for _ in range(2):
+        await PythonViewer(sys.argv[1], listen_socket=False).connect()
+    print("connected", flush=True)
+    await asyncio.sleep(600)
+
+asyncio.run(main())
+"""
+# RFC 7675: aioice asks the viewer's consent every 4-6 s and gives up after 6 unanswered
+CONSENT_EXPIRES_S = 6 * 6
+
+
+def until(predicate, timeout: float) -> bool:
+    """Whether `predicate` came true within `timeout` s (the server's loop runs meanwhile)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def test_viewers_gone_without_a_goodbye_are_let_go(small_show):
+    """A viewer that vanishes stops costing the server: its consent to send expires, its peer
+    is closed, its slot is free and the broadcast no longer queues frames for it."""
+    peers, broadcast = small_show.app[PEERS], small_show.app[BROADCAST]
+    # the tests before leave peers that never connected, closed within REAP_S
+    assert until(lambda: len(peers) == 0 and broadcast.listening == 0, REAP_S + 5)
+    client = subprocess.Popen(
+        [sys.executable, "-c", VANISHING, small_show.url], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert client.stdout is not None and "connected" in client.stdout.readline()
+        # each track listens from its first packet out, just after the viewer says it hears
+        joined = until(lambda: broadcast.listening == 2, 5.0)
+        held = len(peers)
+    finally:
+        client.kill()
+        client.wait()
+    gone_at = time.monotonic()
+    until(lambda: len(peers) == 0, CONSENT_EXPIRES_S + 10)
+    took = time.monotonic() - gone_at
+    assert joined and held == 2
+    assert len(peers) == 0, f"{len(peers)} peers still held {took:.0f} s after"
+    assert broadcast.listening == 0
