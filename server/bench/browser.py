@@ -42,7 +42,10 @@ READY = (
 # left the browser one: 29-46 fps, and line starts drawn up to 23 ms late.) The misses left
 # gather around line starts, where Piper synthesizes the line's next sentences; they stayed
 # with every server thread at SCHED_IDLE, and went with the audio synthesized beforehand: the
-# two share caches and memory, not only cores (docs/sync.md, "Frame timing").
+# two share caches and memory, not only cores (docs/sync.md, "Frame timing"). Where Linux's
+# autogroup is on, a nice value weighs only inside a session, and Playwright starts the browser
+# in a session of its own: this puts the server behind the bench's other threads and the
+# Playwright driver, while the browser shares the cores with all of them evenly.
 SERVER_NICE = 5
 
 
