@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..media.mediaclock import FRAME_SAMPLES, SAMPLE_RATE
 from . import scrape
 from .table import render
 from .talking import talking_server
@@ -29,7 +30,6 @@ from .talking import talking_server
 if TYPE_CHECKING:  # the viewer itself is imported in the client processes only
     from .viewer import Tally
 
-FRAME = 960  # samples a frame: 20 ms at 48 kHz
 LATE_MS = 100.0
 LOSS_GOAL = 0.5  # percent
 
@@ -190,8 +190,9 @@ def counted(tally: Tally) -> tuple[int, int, int]:
     """A viewer's frames expected (from the first heard to the last), lost, and late (more than
     LATE_MS behind its typical delay)."""
     samples = set(tally.samples)
-    span = (max(samples) - min(samples)) // FRAME + 1
-    delays = [at - sample / 48_000 for sample, at in zip(tally.samples, tally.arrived, strict=True)]
+    span = (max(samples) - min(samples)) // FRAME_SAMPLES + 1
+    heard = zip(tally.samples, tally.arrived, strict=True)
+    delays = [at - sample / SAMPLE_RATE for sample, at in heard]
     typical = statistics.median(delays)
     return span, span - len(samples), sum(1 for d in delays if (d - typical) * 1000 > LATE_MS)
 

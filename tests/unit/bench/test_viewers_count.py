@@ -4,7 +4,8 @@ not from the frames: a frame missing, and one that came late, are each counted o
 from __future__ import annotations
 
 from server.bench.viewer import Tally
-from server.bench.viewers import FRAME, counted
+from server.bench.viewers import counted
+from server.media.mediaclock import FRAME_SAMPLES as FRAME
 
 
 def test_a_frame_missing_and_one_late_are_counted_from_the_tally():
