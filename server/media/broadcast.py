@@ -102,7 +102,9 @@ class Broadcast:
         self.frames_late = 0
         self.frames_skipped = 0
         self._listeners: set[Listener] = set()
-        self._observers: list[Callable[[EmittedFrame], None]] = []
+        # replaced whole, never changed in place: a test's thread may (un)observe while the
+        # loop walks it
+        self._observers: tuple[Callable[[EmittedFrame], None], ...] = ()
         self._encoder = OpusEncoder(clock.sample_rate)
         self._kick = asyncio.Event()
         self._task: asyncio.Task | None = None
@@ -127,7 +129,10 @@ class Broadcast:
         return len(self._listeners)
 
     def observe(self, callback: Callable[[EmittedFrame], None]) -> None:
-        self._observers.append(callback)
+        self._observers = (*self._observers, callback)
+
+    def unobserve(self, callback: Callable[[EmittedFrame], None]) -> None:
+        self._observers = tuple(o for o in self._observers if o is not callback)
 
     def kick(self) -> None:
         """New speech at the write head: send its first frame now instead of at its slot.
