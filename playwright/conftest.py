@@ -52,10 +52,13 @@ def show(browser: Browser) -> LiveServer:
     missed vsyncs where the server synthesized a line's next words, and with other processes
     on the machine the lip-sync test's p95 once read 17 ms against its 15.
     """
-    behind_the_browser()
-    srv = LiveServer(e2e_config()).start(ready_timeout=600)
-    yield srv
-    srv.stop()
+    restore = behind_the_browser()
+    try:
+        srv = LiveServer(e2e_config()).start(ready_timeout=600)
+        yield srv
+        srv.stop()
+    finally:
+        restore()
 
 
 class Host:

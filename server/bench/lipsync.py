@@ -269,7 +269,7 @@ def main(args: argparse.Namespace) -> int:
     with sync_playwright() as p:
         browser = launch(p)
         print("loading models and starting the server…", flush=True)
-        behind_the_browser()
+        restore = behind_the_browser()
         srv = LiveServer(cfg).start(ready_timeout=900)
         try:
             print(f"lip-sync over {args.utterances} lines, each page in turn…", flush=True)
@@ -292,6 +292,7 @@ def main(args: argparse.Namespace) -> int:
             browser.close()
         finally:
             srv.stop()
+            restore()
     print("\n" + frames_table(frames, args.seconds))
     if args.save:
         measured = {"offsets": offsets, "sweep": tried, "continuous": by_minute, "frames": frames}
