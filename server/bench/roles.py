@@ -128,11 +128,12 @@ def figures(run: Storm) -> dict[str, float]:
 
 
 def waits(run: Storm) -> dict[str, list[float]]:
-    """Each role's lines' waits for the TTS (ms, as the server reports them)."""
+    """Each role's lines' waits for the TTS from when each was due (ms, as the server reports
+    them: a request's later line is due once the line before it has played)."""
     out: dict[str, list[float]] = {name: [] for name, _, _ in CAST}
     for a in run.answers:
         for x in a.lines:
-            out[x["role"]].append(x.get("waited_ms", float("nan")))
+            out[x["role"]].append(x.get("waited_ms", float("nan")) - x.get("due_ms", 0.0))
     return out
 
 
@@ -207,7 +208,9 @@ def report(runs: dict[str, Storm], n: int, batches: str) -> str:
         role_rows.append(row)
     columns = [f"{name} {figure}" for name in runs for figure in ("p95", "max")]
     per_role = render(
-        "each role's wait for the TTS (ms, as the server reports it)",
+        "each role's wait for the TTS from when each line was due (ms, as the server reports"
+        " it; the role scheduler paces a request's lines: a later one is due when the one"
+        " before it has played)",
         ["role", "weight", *columns, "scheduler's bound", "max ≤ bound"],
         role_rows,
     )

@@ -92,12 +92,12 @@ async def dub(request: web.Request) -> web.StreamResponse:
         for line in lines:
             await _ready(request, line)
             await response.write(await answer(line, fmt))
-        samples = sum(line.done.result().pcm.size for line in lines if _spoken(line))
+        samples = sum(line.done.result().pcm.size for line in lines if line.spoken)
         end = {"done": True, "lines": len(lines), "seconds": samples / SAMPLE_RATE}
         await response.write(_ndjson(end))
         await response.write_eof()
     except ConnectionResetError:  # aiohttp's ClientConnectionResetError is one
-        log.info("a dubbing client hung up after %d lines", sum(_spoken(x) for x in lines))
+        log.info("a dubbing client hung up after %d lines", sum(x.spoken for x in lines))
     finally:
         desk.withdraw(lines)  # a client gone mid-way: what still waits is not spoken
     return response
@@ -135,17 +135,16 @@ async def _ready(request: web.Request, line: DubLine) -> None:
 
 
 def _times(line: DubLine) -> dict[str, float]:
-    """How long it waited for the TTS, and how long the TTS took (ms)."""
+    """When it was due (a later line: once the line before it had played), how long it
+    waited for the TTS and how long the TTS took (ms, from the request)."""
     out = {}
+    if line.due_at is not None:
+        out["due_ms"] = round((line.due_at - line.accepted_at) * 1000, 1)
     if line.started_at is not None:
         out["waited_ms"] = round((line.started_at - line.accepted_at) * 1000, 1)
         if line.finished_at is not None:
             out["made_ms"] = round((line.finished_at - line.started_at) * 1000, 1)
     return out
-
-
-def _spoken(line: DubLine) -> bool:
-    return line.done.done() and not line.done.cancelled() and line.done.exception() is None
 
 
 def _ndjson(data: dict) -> bytes:

@@ -5,8 +5,12 @@ never holds up the broadcast. Each other (`[dub] workers`) speaks the show's voi
 (Models.dubbing: its session, run from several threads at once) on a thread of its own, below
 the show's TTS thread in priority: on a machine of several cores, lines are spoken at once.
 
-`fifo` puts the lines in arrival order instead (every role of one weight, no aging): the
-baseline `bench roles` measures the scheduler against.
+A request's lines are paced (server/show/scheduling.py): its later lines are due when the
+ones before them have been made and played, so under load every client's first line goes
+before anyone's second.
+
+`fifo` puts the lines in arrival order instead (every role of one weight, no aging, no
+pacing): the baseline `bench roles` measures the scheduler against.
 """
 
 from __future__ import annotations
@@ -60,15 +64,19 @@ class DubDesk:
         else:
             weights = {r.name: r.weight for r in roles}
             self.queue = RoleQueue(queue_size, weights, clock=clock)
+        self.paced = not fifo
         self.speaking, self.voices = speaking, voices
         self.clock = clock
         self.workers, self.deadline_s = workers, deadline_s
         self._threads: list[ModelThread] = []  # the other workers', started with them
         self._tasks: list[asyncio.Task | None] = [None] * workers
+        self._next: dict[str, DubLine] = {}  # a paced line, by the id of the line before it
 
     def submit(self, lines: Sequence[DubLine]) -> None:
         """Queue all of a request's lines, or raise QueueFull with none queued."""
-        self.queue.put_all(lines)
+        self.queue.put_all(lines, paced=self.paced)
+        if self.paced:
+            self._next.update((line.after, line) for line in lines if line.after is not None)
         loop = asyncio.get_running_loop()
         for k in range(len(self._readers())):
             task = self._tasks[k]
@@ -93,6 +101,8 @@ class DubDesk:
         ids = {line.id for line in lines}
         for line in self.queue.remove(lambda w: w.id in ids):
             line.done.cancel()
+        for line in lines:
+            self._next.pop(line.id, None)
 
     async def stop(self) -> None:
         for task in self._tasks:
@@ -121,6 +131,17 @@ class DubDesk:
             finally:
                 line.finished_at = self.clock()
                 self.queue.finished(line.role)
+                self._due_next(line)
+
+    def _due_next(self, line: DubLine) -> None:
+        """The line after `line` is due when `line` has played (at once, where it failed)."""
+        follower = self._next.pop(line.id, None)
+        if follower is None or line.finished_at is None:
+            return
+        follower.due_at = line.finished_at
+        if line.spoken:
+            follower.due_at += line.done.result().pcm.size / SAMPLE_RATE
+        self.queue.played(line.id, follower.due_at)
 
     async def _speak(self, line: DubLine, worker: int) -> Dubbed:
         readers = self._readers()

@@ -42,11 +42,18 @@ class DubLine:
     id: str = field(default_factory=lambda: f"dub-{next(_ids)}")
     after: str | None = None  # the request's line before: its lines are spoken in order
     accepted_at: float = field(default_factory=time.monotonic)
+    due_at: float | None = None  # paced (server/dub/desk.py): when the line before it played
     started_at: float | None = None  # taken up by the worker
     finished_at: float | None = None  # spoken whole, or failed
     done: asyncio.Future[Dubbed] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future(), repr=False
     )
+
+    @property
+    def spoken(self) -> bool:
+        """Made whole: not failed, not withdrawn."""
+        done = self.done
+        return done.done() and not done.cancelled() and done.exception() is None
 
 
 def dub_lines(

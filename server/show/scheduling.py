@@ -25,6 +25,13 @@ taken.
 A scene's lines keep their order: a line that follows another (`Utterance.after`) is not
 picked while that one waits. Its wait runs from its arrival all the same, so when its turn
 comes it outranks what came after it.
+
+A dubbing request's lines are paced (`put_all(paced=True)`): its client plays them in turn, so
+a line that follows another is not due until that one is made and has played (`played`), and
+its wait runs from then (earliest deadline first, among the lines of one weight). Until then
+it goes only where nothing due waits. The lines of a storm of requests are then each
+request's first before any's second: a client waits for its first audio, not for its last,
+which has the first's playing time to come in.
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ from .utterances import QueueFull
 CONTINUITY_S = 0.3  # a role's line that ended this recently keeps the floor for its next
 CONTINUITY = 0.5  # the boost it gets: (1 + CONTINUITY)
 AGING_S = 2.0  # τ: a line gains a factor e for each τ it waits
+NOT_DUE = math.inf  # a paced line's due time until the line before it has played
 
 
 class Waiting(Protocol):
@@ -80,7 +88,7 @@ class RoleQueue(Generic[W]):
             aging_s,
             period_s,
         )
-        self._items: list[tuple[float, int, W]] = []  # (arrived, order, utterance)
+        self._items: list[tuple[float, int, W]] = []  # (due: arrival or played, order, it)
         self._order = 0
         self._ready = asyncio.Event()
         self._last: tuple[str, float] | None = None  # the role that spoke last, when it ended
@@ -94,8 +102,9 @@ class RoleQueue(Generic[W]):
     def put(self, utterance: W) -> None:
         self.put_all([utterance])
 
-    def put_all(self, utterances: Sequence[W]) -> None:
-        """All of them or, where the queue or a role's cap has no room for all, none."""
+    def put_all(self, utterances: Sequence[W], paced: bool = False) -> None:
+        """All of them or, where the queue or a role's cap has no room for all, none. `paced`:
+        each that follows another is due only once that one has played (`played`)."""
         if len(self._items) + len(utterances) > self.maxsize:
             raise QueueFull(f"utterance queue is full ({self.maxsize})")
         for role, adding in Counter(u.role for u in utterances).items():
@@ -104,10 +113,20 @@ class RoleQueue(Generic[W]):
                 raise QueueFull(f'role "{role}" has {cap} lines waiting, its most')
         now = self.clock()
         for utterance in utterances:
-            self._items.append((now, self._order, utterance))
+            due = NOT_DUE if paced and utterance.after is not None else now
+            self._items.append((due, self._order, utterance))
             self._order += 1
         self._ranked_at = float("-inf")
         self._ready.set()
+
+    def played(self, line_id: str, at: float) -> None:
+        """The line `line_id` is made and ends playing at `at` (or failed: `at` now): the paced
+        line after it is due then."""
+        self._items = [
+            (at if u.after == line_id and due == NOT_DUE else due, order, u)
+            for due, order, u in self._items
+        ]
+        self._ranked_at = float("-inf")
 
     def finished(self, role: str) -> None:
         """A line of `role` ended now: its next one keeps the floor for CONTINUITY_S."""

@@ -211,3 +211,31 @@ def test_audio_is_not_silence_and_time_runs_with_it(dub_server):
     pcm = audio_of(answer.lines[0])
     assert np.sqrt(np.mean(pcm.astype(float) ** 2)) > 1000
     assert answer.arrived_s[0] <= time.perf_counter() - started
+
+
+def test_under_load_every_request_hears_its_first_line_before_any_its_second():
+    cfg = load_config(None, env={"ALLNIGHTER_HOST_TOKEN": TOKEN})
+    cfg.dub.api_keys = [KEY]
+    tts = ToneTTS(word_s=0.05, gap_s=0.05)
+    srv = LiveServer(cfg, Models(WordsLLM(), tts, None)).start()
+    two = {"lines": [{"role": "nova", "text": "first line"}, {"role": "nova", "text": "second"}]}
+
+    async def run() -> list:
+        tts.running.clear()  # one request's first line is taken up and held; the rest wait
+        calls = [asyncio.ensure_future(dub(srv.url, KEY, two)) for _ in range(4)]
+        await asyncio.sleep(0.5)
+        tts.running.set()
+        return [(await c).lines for c in calls]
+
+    try:
+        answers = asyncio.run(run())
+    finally:
+        tts.running.set()
+        srv.stop()
+    firsts, seconds = zip(*answers, strict=True)
+    # the TTS took every request's first line before any second line (all came at once)
+    assert max(x["waited_ms"] for x in firsts) < min(x["waited_ms"] for x in seconds)
+    for first, second in answers:  # each second line was due once its first had played
+        played_ms = first["waited_ms"] + first["made_ms"] + 1000 * first["samples"] / 48_000
+        assert second["due_ms"] == pytest.approx(played_ms, abs=1.0)
+        assert "due_ms" not in first

@@ -178,3 +178,50 @@ def test_lines_put_together_go_in_all_or_none_within_each_roles_cap():
     assert len(queue) == 1
     queue.put_all([line("a"), line("b")])
     assert len(queue) == 3
+
+
+def request(role: str, n: int, tag: str) -> list[Utterance]:
+    """A dubbing request's lines: each after the one before."""
+    lines = [line(role, f"{tag}{k}") for k in range(n)]
+    for before, after in zip(lines, lines[1:], strict=False):
+        after.after = before.id
+    return lines
+
+
+def test_paced_requests_each_get_their_first_line_before_any_gets_its_second():
+    clock = Clock()
+    queue = RoleQueue(16, {"light": 1.0, "heavy": 8.0}, clock=clock)
+    for tag, role in (("a", "heavy"), ("b", "heavy"), ("c", "light")):
+        queue.put_all(request(role, 2, tag), paced=True)
+        clock.t += 1e-3
+    # unpaced, a's second line would go before b's first (it came earlier)
+    assert [pick(queue).text for _ in range(3)] == ["a0", "b0", "c0"]
+    # nothing due waits: a line not yet due goes rather than none (its client's line before
+    # it is not made yet)
+    assert pick(queue).text == "a1"
+
+
+def test_a_paced_line_is_due_when_the_line_before_it_has_played():
+    clock = Clock()
+    queue = RoleQueue(16, clock=clock)
+    first, second = request("a", 2, "x")
+    queue.put_all([first, second], paced=True)
+    assert pick(queue) is first
+    clock.t += 0.5  # made in 0.5 s, and it plays 2 s: its client needs the next in 2 s
+    queue.played(first.id, clock.t + 2.0)
+    clock.t += 0.1
+    earlier = line("a", "came before it was due")
+    queue.put(earlier)
+    clock.t += 3.0  # a line that came after it was due goes after it: earliest due first
+    later = line("a", "came after it was due")
+    queue.put(later)
+    assert [pick(queue).text for _ in range(3)] == [earlier.text, "x1", later.text]
+
+
+def test_unpaced_lines_of_a_request_keep_their_arrival():
+    clock = Clock()
+    queue = RoleQueue(16, clock=clock)
+    queue.put_all(request("a", 2, "a"))
+    clock.t += 1e-3
+    queue.put_all(request("a", 2, "b"))
+    assert [pick(queue).text for _ in range(4)] == ["a0", "a1", "b0", "b1"]
