@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import time
 from array import array
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -120,12 +121,7 @@ class PythonViewer:
 
     def audio(self, start: int, end: int) -> np.ndarray:
         """What this viewer heard over [start, end) on the broadcast clock (zeros where nothing)."""
-        out = np.zeros(end - start, dtype=np.int16)
-        for f in self.frames:
-            lo, hi = max(start, f.sample), min(end, f.sample + len(f.pcm))
-            if lo < hi:
-                out[lo - start : hi - start] = f.pcm[lo - f.sample : hi - f.sample]
-        return out
+        return laid_out(((f.sample, f.pcm) for f in self.frames), start, end)
 
     def named(self, name: str) -> list[dict]:
         return [d for n, d, _ in self.events if n == name]
@@ -138,3 +134,13 @@ class PythonViewer:
         if self._reader is not None:
             self._reader.cancel()
             await asyncio.gather(self._reader, return_exceptions=True)
+
+
+def laid_out(frames: Iterable[tuple[int, np.ndarray]], start: int, end: int) -> np.ndarray:
+    """Frames (first broadcast sample, int16 pcm) laid out over [start, end); zeros between."""
+    out = np.zeros(end - start, dtype=np.int16)
+    for at, pcm in frames:
+        lo, hi = max(start, at), min(end, at + len(pcm))
+        if lo < hi:
+            out[lo - start : hi - start] = pcm[lo - at : hi - at]
+    return out

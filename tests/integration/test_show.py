@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from server.bench.inprocess import say, until_final
-from server.bench.viewer import PythonViewer
+from server.bench.viewer import PythonViewer, laid_out
 from server.keys import BROADCAST, LIVE
 from server.show.feedback import word_error_rate
 from server.show.onsets import sound_onsets
@@ -75,12 +75,7 @@ class Sent:
         self.frames.append((frame.start, frame.pcm.copy()))
 
     def audio(self, start: int, end: int) -> np.ndarray:
-        out = np.zeros(end - start, dtype=np.int16)
-        for at, pcm in self.frames:
-            lo, hi = max(start, at), min(end, at + len(pcm))
-            if lo < hi:
-                out[lo - start : hi - start] = pcm[lo - at : hi - at]
-        return out
+        return laid_out(self.frames, start, end)
 
 
 def lag_of(heard: np.ndarray, sent: np.ndarray, most: int) -> int:
