@@ -129,16 +129,17 @@ class DubDesk:
                 if not line.done.done():
                     line.done.set_result(dubbed)
             finally:
-                line.finished_at = self.clock()
+                line.finished_at = finished = self.clock()
                 self.queue.finished(line.role)
-                self._due_next(line)
+                self._due_next(line, finished)
 
-    def _due_next(self, line: DubLine) -> None:
-        """The line after `line` is due when `line` has played (at once, where it failed)."""
+    def _due_next(self, line: DubLine, finished: float) -> None:
+        """The line after `line`, which ended at `finished`, is due when `line` has played (at
+        once, where it failed)."""
         follower = self._next.pop(line.id, None)
-        if follower is None or line.finished_at is None:
+        if follower is None:
             return
-        follower.due_at = line.finished_at
+        follower.due_at = finished
         if line.spoken:
             follower.due_at += line.done.result().pcm.size / SAMPLE_RATE
         self.queue.played(line.id, follower.due_at)
