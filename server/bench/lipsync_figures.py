@@ -119,6 +119,12 @@ def _period(stamps: Sequence[float]) -> float:
     return gaps[len(gaps) // 10] if gaps else 1000 / 60
 
 
+def frame_rate_at(records: Sequence[dict], t: float) -> int:
+    """Frames the page drew in the second before `t` (ms): its frame rate then, counted as the
+    page counts the one it reports (framestats.js: fps)."""
+    return sum(1 for r in records if "frame" in r and t - 1000.0 <= r["frame"] < t)
+
+
 def seen_late(records: Sequence[dict], t: float, within: float = 10.0) -> bool:
     """Whether the frame seen at `t` (within `within` ms), or the frame before it, was seen late
     through the browser: it came after a vsync that went by without a frame (the main thread,

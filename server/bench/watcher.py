@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from .browser import now_ms, open_stage, probe, records
-from .lipsync_figures import matched, onsets, seen_late
+from .lipsync_figures import frame_rate_at, matched, onsets, seen_late
 
 STATS_PERIOD_S = 5.0  # how often the stage page reports (main.js)
 
@@ -56,21 +56,25 @@ class Watcher:
         server's: lipsync_figures.seen_late), which are counted; the page's at every viseme
         onset it drew, but those on frames the page held back (its machine stalled: FrameStats
         .held in framestats.js), also counted; and the probe's less the page's own at the same
-        line starts (where the two meters part, one of them moved)."""
+        line starts (where the two meters part, one of them moved). Beside the kept probe's
+        and page's, the page's frame rate at each (samerates.py compares windows at the same
+        rates)."""
         since_ms, since = mark
         if wait:  # for the page's last report (`wait=False`: the caller waited, for many pages)
             self.wait(STATS_PERIOD_S + 0.5)
         recs = records(self.page, since_ms)
         found = onsets(recs)
-        probed = [(m - t, seen_late(recs, m)) for t, m in found]
+        probed = [(m - t, seen_late(recs, m), frame_rate_at(recs, m)) for t, m in found]
         reports = [r for t, r in self.reports if t >= since]
         lines = [u for r in reports for u in r.get("utterance_onsets", [])]
-        drawn = [d for r in reports for d in drawn_onsets(r)]
+        drawn = [(*d, float(r.get("fps") or 0)) for r in reports for d in drawn_onsets(r)]
         return {
-            "probe": [ms for ms, late in probed if not late],
-            "probe seen late": [ms for ms, late in probed if late],
-            "page": [ms for ms, held in drawn if not held],
-            "page held": [ms for ms, held in drawn if held],
+            "probe": [ms for ms, late, _ in probed if not late],
+            "probe rates": [fps for _, late, fps in probed if not late],  # frames a second then
+            "probe seen late": [ms for ms, late, _ in probed if late],
+            "page": [ms for ms, held, _ in drawn if not held],
+            "page rates": [fps for _, held, fps in drawn if not held],  # its report's (0: none)
+            "page held": [ms for ms, held, _ in drawn if held],
             "probe − page": [p - q for p, q, _ in matched(lines, found)],
             "fps": [r["fps"] for r in reports if "fps" in r],  # the page's, as it reported it
         }

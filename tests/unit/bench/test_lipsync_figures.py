@@ -1,6 +1,12 @@
 """The probe's figures: audio onsets after quiet, mouth onsets timed at the midpoint of a rise."""
 
-from server.bench.lipsync_figures import audio_onsets, mouth_onset, onsets, seen_late
+from server.bench.lipsync_figures import (
+    audio_onsets,
+    frame_rate_at,
+    mouth_onset,
+    onsets,
+    seen_late,
+)
 
 
 def frames(mouths, start=1000.0, step=20.0, loud_from=None):
@@ -175,3 +181,12 @@ def test_the_quiet_before_an_onset_is_timed_as_heard():
     for r in recs_short:
         r["heard"] = r["t"] + (0 if r["rms"] else 20)
     assert audio_onsets(recs_short) == []
+
+
+def test_the_frame_rate_at_a_moment_counts_the_frames_of_the_second_before():
+    # 10 frames a second for two seconds, then 5: records without a frame (reads) do not count
+    stamps = [100.0 * k for k in range(20)] + [2000.0 + 200.0 * k for k in range(10)]
+    records = [{"t": s, "frame": s} for s in stamps] + [{"t": 50.0 + 100 * k} for k in range(40)]
+    assert frame_rate_at(records, 2000.0) == 10
+    assert frame_rate_at(records, 4000.0) == 5
+    assert frame_rate_at(records, 2500.0) == 8  # 1500-1900 at 10, 2000-2400 at 5
