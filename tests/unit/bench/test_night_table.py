@@ -210,3 +210,22 @@ def test_the_spans_say_when_the_frames_fell_and_which_process_took_the_core():
     assert first["JS heap MB"] == "12.0" and first["core 0"] == "0.95"
     assert (first["server RSS MB"], last["server RSS MB"]) == ("1205.0", "1255.0")
     assert first["viewers"] == "0.00"  # a part never read is idle, not missing
+
+
+def test_the_probes_few_line_starts_are_shown_with_their_interval_and_not_judged():
+    """The probe's |p95| of a window's 120-200 line starts rests on its widest ten: a change of
+    60 ms is within what it cannot tell apart, so it checks the page's figure, unjudged; the
+    page's thousands of onsets carry the goal, each window's |p95| with its interval."""
+    first = {
+        "page": [float(x % 100) for x in range(10_000)],
+        "probe": [float(x) for x in range(200)],
+    }
+    last = {**first, "probe": [float(x) * 0.7 for x in range(120)]}
+    rows = rows_of(report(a_run(first=first, last=last)), TITLE)
+    assert rows["at the same frame rates, probe"]["verdict"] == "—"
+    assert float(rows["at the same frame rates, probe"]["change"]) < -60
+    assert rows["at the same frame rates, page"]["verdict"] == "holds"
+    page, probe = rows["its 95 % interval, page"], rows["its 95 % interval, probe"]
+    assert page["first / at start"] == "94.0–95.0"  # 95 lies between them
+    low, high = (float(x) for x in probe["first / at start"].split("–"))
+    assert low < 189 < high and high - low > 10
