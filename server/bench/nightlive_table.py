@@ -81,8 +81,8 @@ def _lipsync_rows(run: Run) -> list[list[object]]:
         first, last = run.first.get(key, []), run.last.get(key, [])
         a, b = _spread(first), _spread(last)
         rows.append([f"lip-sync \\|p95\\| ms, {name}", a, b, b - a, "—", "—"])
-        rows.append([f"  its 95 % interval, {key}", p95_interval(first), p95_interval(last)])
-        rows[-1] += ["—", "—", "—"]
+        interval = [p95_interval(first), p95_interval(last)]
+        rows.append([f"  its 95 % interval, {key}", *interval, "—", "—", "—"])
         rows += _same_rates_rows(run, key, judged=key == "page")
         rows.append(
             [

@@ -29,8 +29,9 @@ class AtSameRates:
 
 def weighted_pct(values: Sequence[float], weights: Sequence[float], q: float) -> float:
     """The q-th percentile (0..100) of values counted `weights` times each: the smallest value
-    whose cumulative weight reaches q % of the total (nearest rank, as table.pct with equal
-    weights)."""
+    whose cumulative weight reaches q % of the total (nearest rank). With equal weights it is
+    sometimes a rank above table.pct (which rounds q % of n − 1), so both windows of a
+    comparison are read with this one."""
     pairs = sorted((v, w) for v, w in zip(values, weights, strict=True) if w > 0)
     total = sum(w for _, w in pairs)
     if not pairs:
