@@ -129,6 +129,9 @@ test("a frame whose scripts will run past the next vsync is drawn for the one af
   assert.equal(p.forecast(2, period), 1); // on time
   assert.equal(p.forecast(12, period), 1); // ends at 16 ms, just before the vsync at 16.7
   assert.equal(p.forecast(13, period), 2); // ends past it
+  // a starved page begins its scripts 150 ms late: seen at the first vsync after they end
+  assert.equal(p.forecast(150, period), 10); // ends at 154 ms, before the tenth at 166.7
+  assert.equal(p.forecast(163, period), 11); // ends at 167 ms, just past it
 });
 
 test("a frame is seen a vsync later only when its scripts ran past the vsync it then missed", () => {
@@ -138,6 +141,10 @@ test("a frame is seen a vsync later only when its scripts ran past the vsync it 
   assert.equal(seen(5, 2 * period), 1000 + period); // done in time; the page was held after it
   assert.equal(seen(20, period), 1000 + period); // ran late, yet the vsync took it
   assert.equal(seen(20, 2 * period), 1000 + 2 * period); // ran past the vsync, which went unused
+  // a starved page: its scripts ended 150 ms after the stamp, and the next frame came after
+  assert.equal(seen(149, 10 * period), 1000 + 9 * period); // the vsync at 150 ms
+  assert.equal(seen(151, 10 * period), 1000 + 10 * period); // the first after 151 ms
+  assert.equal(seen(151, period), 1000 + period); // yet a vsync took a frame: it made the first
 });
 
 test("frame jitter is the 99th percentile of intervals straying from the display's", () => {

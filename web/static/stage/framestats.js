@@ -148,10 +148,12 @@ export class Presentation {
 
   /**
    * How many display periods after its timestamp a frame will be seen whose scripts begin
-   * `lateMs` after it: 1, or 2 when they are expected to end past the next vsync.
+   * `lateMs` after it: at the first vsync after they are expected to end, 1 when that is the
+   * next. A starved page (a core shared with others) begins its scripts 100-200 ms after the
+   * timestamp: drawn for two periods, its mouth was shown that much behind the sound.
    */
   forecast(lateMs, periodMs) {
-    return lateMs + this.workMs() > periodMs ? 2 : 1;
+    return Math.max(1, Math.ceil((lateMs + this.workMs()) / periodMs));
   }
 
   /** A frame's scripts took `ms`. */
@@ -167,11 +169,13 @@ export class Presentation {
 
   /**
    * When the frame stamped `stamp`, whose scripts ended at `ended`, was seen, known once the
-   * next frame's timestamp `next` is: a period after its stamp, or two when its scripts ran
-   * past the first vsync and that vsync went by without a frame.
+   * next frame's timestamp `next` is: a period after its stamp, or, when its scripts ran past
+   * that vsync and it went by without a frame, the first vsync after they ended (no picture is
+   * seen before it is drawn: a starved page's frame ends 100-200 ms after its stamp).
    */
   static seen(stamp, ended, next, periodMs) {
     const first = stamp + periodMs;
-    return ended > first && next - stamp > 1.5 * periodMs ? first + periodMs : first;
+    if (!(ended > first && next - stamp > 1.5 * periodMs)) return first;
+    return stamp + periodMs * Math.max(2, Math.ceil((ended - stamp) / periodMs));
   }
 }
