@@ -5,7 +5,8 @@ A record is {"t": epoch ms, "heard": when the newest sample the probe read leave
 the last 5 ms, "loudAt": when the first sample above the onset amplitude after 5 ms of quiet,
 newer than the last record's, is heard (or null), "playedUntil": when its last sample above
 silence is heard (or null), "mouth": mouth_open as drawn, "viseme": the viseme drawn, "frame":
-the frame's timestamp, epoch ms}. Sound is timed as it leaves the speakers, where the viewer
+the frame's timestamp, epoch ms, "unread": ms of the audio that went by between this read and
+the one before, which no read held}. Sound is timed as it leaves the speakers, where the viewer
 hears it; a render-time figure (`rendered_offsets`) takes the reported latency off. The audio
 onset is that first loud sample after a quiet stretch (timed within the frame, not at the
 frame); the mouth onset is the first frame drawn, as the mouth opens from closed, past half the
@@ -22,6 +23,7 @@ stop consonant's closure is silent while the lips already form it, which is no s
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from itertools import pairwise
 
@@ -43,6 +45,12 @@ def _loud_after_quiet(records: Sequence[dict], quiet_ms: float) -> list[tuple[fl
     onsets, quiet_since = [], None
     for r in records:
         heard = r.get("heard", r["t"])  # records without it were timed when read
+        # where the quiet began: when the sound last heard ended, where this read holds that
+        # (a page drawing a frame every 150 ms reads its first quiet that long after it)
+        quiet_from = r.get("playedUntil") or heard
+        if r.get("unread"):  # audio went by between two reads: an onset in it is not known
+            quiet_since = quiet_from if r["rms"] < QUIET else None
+            continue
         # an onset is reported once, by the read that first holds it, even where that read's
         # last samples are quiet again (a context that renders 50-190 ms at once)
         if r.get("loudAt") is not None or r["rms"] >= LOUD:
@@ -51,7 +59,7 @@ def _loud_after_quiet(records: Sequence[dict], quiet_ms: float) -> list[tuple[fl
                 onsets.append((onset, r))
             quiet_since = None
         elif r["rms"] < QUIET:
-            quiet_since = heard if quiet_since is None else quiet_since
+            quiet_since = quiet_from if quiet_since is None else quiet_since
     return onsets
 
 
@@ -70,7 +78,9 @@ def mouth_onset(
     frame seen_late looks for, so the stall's onsets were neither right nor left out."""
     if period is None:
         period = display_period(records)
-    near_by = [r for r in records if near - window <= r["t"] <= near + window]
+    # and the frames after them, to know whether the last one's scripts missed its vsync
+    beyond = [r for r in records if near - window <= r["t"] <= near + window + 1000.0]
+    near_by = [r for r in beyond if r["t"] <= near + window]
     for i, closed in enumerate(near_by[:-1]):
         if closed["mouth"] >= CLOSED or near_by[i + 1]["mouth"] < CLOSED:
             continue
@@ -82,7 +92,7 @@ def mouth_onset(
         if rise[-1]["mouth"] >= OPEN:
             first = _first_opening(rise)
             half = next(r for r in rise[1:] if r["mouth"] >= first / 2)
-            return seen_at(half, near_by, period)
+            return seen_at(half, beyond, period)
     return None
 
 
@@ -106,17 +116,44 @@ def display_period(records: Sequence[dict]) -> float:
 
 
 def _seen(record: dict, after: float | None, period: float) -> float:
-    """seen_at, given the next frame's timestamp and the display's period."""
-    seen = record["frame"] + period
-    if after is not None and record["t"] > seen and after - record["frame"] > 1.5 * period:
-        return seen + period
-    return seen
+    """seen_at, given the next frame's timestamp and the display's period: where the frame
+    missed its first vsync, the first after its scripts ended (a starved page's frame ends
+    100-200 ms after its timestamp, and no picture is seen before it is drawn)."""
+    stamp = record["frame"]
+    if after is not None and record["t"] > stamp + period and after - stamp > 1.5 * period:
+        return stamp + period * max(2, math.ceil((record["t"] - stamp) / period))
+    return stamp + period
+
+
+# displays' refresh rates: 60 Hz first (headless Chromium's, and most displays'), then the
+# rest slowest first
+REFRESH_HZ = (60, 48, 50, 72, 75, 90, 100, 120, 144, 165, 240)
+WHOLE_MS = 0.5  # how far from a whole number of periods an interval between vsyncs may be
 
 
 def _period(stamps: Sequence[float]) -> float:
-    """The display's period: the shortest common interval between frames' timestamps."""
+    """The display's period. Frames' timestamps are vsyncs, so every interval between them is a
+    whole number of periods: the first of REFRESH_HZ that nine in ten intervals keep to (the
+    slowest such, as a faster one's multiples fit too, but 60 Hz where that fits: a page at
+    every tenth vsync of one fits 48 Hz). Else the shortest common interval. A page drawing a
+    frame every 100-250 ms (five pages on a busy core) has no interval of one period: its
+    shortest common one, 50 ms at a 60 Hz display, was taken for the period before, and each
+    of its frames was timed seen 33 ms too late. (Like the page itself, this takes a 120 Hz
+    display drawn at 60 fps for 60 Hz.)"""
     gaps = sorted(b - a for a, b in pairwise(stamps) if b > a)
-    return gaps[len(gaps) // 10] if gaps else 1000 / 60
+    if not gaps:
+        return 1000 / 60
+    for hz in REFRESH_HZ:
+        period = 1000 / hz
+        whole = sum(g > period - WHOLE_MS and _off_whole(g, period) <= WHOLE_MS for g in gaps)
+        if whole >= 0.9 * len(gaps):
+            return period
+    return gaps[len(gaps) // 10]
+
+
+def _off_whole(ms: float, period: float) -> float:
+    """How far `ms` is from a whole number of `period`s."""
+    return abs(ms - period * round(ms / period))
 
 
 def frame_rate_at(records: Sequence[dict], t: float) -> int:

@@ -29,11 +29,12 @@
     if (!nodes) return;
     if (nodes.context !== ctx) {
       ctx = nodes.context;
-      // longer than a frame down to 12 fps and than what the context renders at once (its
-      // base latency: 186 ms with a quarter-second hint), so no onset falls between two reads
-      const needed = (((ctx.baseLatency || 0) * 1000 + 70) * ctx.sampleRate) / 1000;
-      let size = 4096;
-      while (size < 32768 && size < needed) size *= 2;
+      // as long as an analyser holds (683 ms at 48 kHz), so that no onset falls between two
+      // reads: a starved page (five on a busy core) draws a frame every 100-250 ms, some 500 ms
+      // apart, and what the context renders at once comes on top (186 ms with a quarter-second
+      // hint). Sized for 12 fps, reads 150 ms apart lost a third of the line starts, and timed
+      // others when a read first found the line loud. Each read scans only what is new.
+      const size = 32768;
       analyser = ctx.createAnalyser();
       analyser.fftSize = size;
       buf = new Float32Array(size);
@@ -57,22 +58,26 @@
 
   // when the first sample above LOUD after 5 ms of quiet ones (the start of a sound, not a
   // sample inside one the buffer begins in) that no earlier read held was heard, when the
-  // last above QUIET was, and the energy of the last 256 samples; `t`: when the buffer's
+  // last above QUIET was, the energy of the last 256 samples, and how many ms of audio went
+  // by unread since the last read (an onset there is not known); `t`: when the buffer's
   // newest sample is heard, `ct` its context time (null where the copy did not settle: the
   // energy still counts, and what is timed is timed by the next read)
   function read(an, b, t, ct) {
     let sum = 0;
     for (let i = b.length - 256; i < b.length; i++) sum += b[i] * b[i];
     const rms = Math.sqrt(sum / 256);
-    if (ct === null) return { rms, loudAt: null, until: null }; // timed next frame
+    if (ct === null) return { rms, loudAt: null, until: null, unread: 0 }; // timed next frame
     const ms = (i) => t - ((b.length - i) * 1000) / ctx.sampleRate;
     // the samples rendered since the last read, counted in context time (not by the timing,
     // which may stray by a few ms: a sample at a burst's edge would be taken for an old one)
     const fresh = since.has(an) ? Math.round((ct - since.get(an)) * ctx.sampleRate) : b.length;
     since.set(an, ct);
+    const unread = fresh > b.length ? ((fresh - b.length) * 1000) / ctx.sampleRate : 0;
     const quietRun = (5 * ctx.sampleRate) / 1000;
+    // what is new, and the 100 ms before it: the quiet an onset at its start comes after
+    const from = Math.max(0, b.length - fresh - ctx.sampleRate / 10);
     let first = -1;
-    for (let i = 0, run = 0, armed = false; i < b.length && first < 0; i++) {
+    for (let i = from, run = 0, armed = false; i < b.length && first < 0; i++) {
       const x = Math.abs(b[i]);
       if (x <= QUIET) armed ||= ++run >= quietRun;
       else if (x > LOUD && armed) {
@@ -87,6 +92,7 @@
       rms,
       loudAt: first >= 0 ? ms(first) : null,
       until: last >= 0 ? ms(last + 1) : null,
+      unread,
     };
   }
 
@@ -129,7 +135,9 @@
     const ct = ctx ? copy() : null;
     const at = ct !== null ? presented(t, ct) : null;
     const end = at ?? t;
-    const out = played ? read(outAnalyser, outBuf, end, ct) : { rms: 0, loudAt: null, until: null };
+    const out = played
+      ? read(outAnalyser, outBuf, end, ct)
+      : { rms: 0, loudAt: null, until: null, unread: 0 };
     const heard = received ? read(analyser, buf, end, ct) : { until: null };
     const s = window.allnighter ? window.allnighter.state() : {};
     records.push({
@@ -142,6 +150,7 @@
       rms: out.rms, // of what the page plays
       loudAt: out.loudAt, // when its first sample above LOUD after quiet is heard
       playedUntil: out.until, // when its last sample above QUIET is heard
+      unread: out.unread, // ms of what it plays that went by unread before this frame
       soundUntil: heard.until, // the same for the stream before the page's ducking
       mouth: s.mouth_open ?? 0,
       mouths: s.mouths ?? null, // each character's own, by role

@@ -190,3 +190,72 @@ def test_the_frame_rate_at_a_moment_counts_the_frames_of_the_second_before():
     assert frame_rate_at(records, 2000.0) == 10
     assert frame_rate_at(records, 4000.0) == 5
     assert frame_rate_at(records, 2500.0) == 8  # 1500-1900 at 10, 2000-2400 at 5
+
+
+def test_a_starved_pages_frames_keep_the_displays_period():
+    """Five pages on a busy core draw a frame every 100-250 ms, never two vsyncs apart: the
+    display still refreshes every 16.7 ms, and its frames' timestamps are whole vsyncs."""
+    from server.bench.lipsync_figures import display_period
+
+    period = 1000 / 60
+    vsyncs = [6, 9, 15, 7, 12, 6, 9, 6, 8, 10, 15, 6] * 5
+    stamps = [1000 + period * sum(vsyncs[:k]) for k in range(len(vsyncs))]
+    assert abs(display_period([{"frame": s} for s in stamps]) - period) < 1e-9
+    fifty = [1000 + k * 20.0 for k in range(50)]  # a 50 Hz display
+    assert abs(display_period([{"frame": s} for s in fifty]) - 20.0) < 1e-9
+
+
+def test_a_frame_whose_scripts_ended_long_after_its_vsync_is_seen_after_them():
+    """A starved page's scripts ran 150 ms after the frame's timestamp: its picture is seen at
+    the first vsync after they ended, not two periods after the timestamp."""
+    from server.bench.lipsync_figures import seen_at
+
+    period = 1000 / 60
+    stamps = [1000 + k * 10 * period for k in range(5)]
+    recs = [{"t": s + 150, "frame": s, "mouth": 0.0} for s in stamps]
+    assert abs(seen_at(recs[2], recs) - (stamps[2] + 9 * period)) < 1e-9  # 150 ms is 9 periods
+    late = dict(recs[2], t=stamps[2] + 151)
+    assert abs(seen_at(late, [*recs[:2], late, *recs[3:]]) - (stamps[2] + 10 * period)) < 1e-9
+
+
+def test_sound_that_went_by_between_two_reads_gives_no_onset():
+    """Reads further apart than the probe's buffer: the line start fell between them, and the
+    read that first finds the line loud does not time its start."""
+    recs = frames([0] * 20 + [0.3, 0.8, 1.0, 1.0], loud_from=1000 + 20 * 20 + 12)
+    onset = next(r for r in recs if r["rms"] > 0)
+    onset["unread"] = 40.0
+    onset["loudAt"] = None
+    assert audio_onsets(recs) == []
+    later = frames([0] * 20, start=2000.0, loud_from=None)  # after the quiet, a timed onset
+    later += frames([0.3, 0.8], start=2400.0, loud_from=2405.0)
+    assert audio_onsets(recs + later) == [2405.0]
+
+
+def test_a_starved_pages_line_start_is_timed_when_its_frame_can_be_seen():
+    """A frame every ten vsyncs, its scripts ending 150 ms after its timestamp: the opening is
+    seen at the first vsync after them, which the frame after it (beyond the search) confirms."""
+    period = 1000 / 60
+    step = 10 * period
+    recs = frames([0] * 12 + [0.8, 1.0, 1.0, 1.0], start=1000.0, step=step, loud_from=2950.0)
+    for r in recs:
+        r["frame"], r["t"] = r["t"], r["t"] + 150.0
+    # the opening's frame, stamped 3000, ran until 3150: seen at the vsync at 3150
+    ((t, m),) = onsets(recs)
+    assert t == 2950.0
+    assert abs(m - (1000.0 + 12 * step + 9 * period)) < 1e-6, m
+
+
+def test_a_pause_read_late_counts_from_where_its_sound_ended():
+    """Reads 150 ms apart: the first quiet one comes 140 ms after the sound ended, which that
+    read holds (`playedUntil`); the next line starts 320 ms after the end, a pause."""
+    recs = [
+        {"t": 1000.0, "heard": 1000.0, "rms": 0.1, "loudAt": None, "playedUntil": 1000.0},
+        {"t": 1150.0, "heard": 1150.0, "rms": 0.0, "loudAt": None, "playedUntil": 1010.0},
+        {"t": 1300.0, "heard": 1300.0, "rms": 0.0, "loudAt": None, "playedUntil": None},
+        {"t": 1450.0, "heard": 1450.0, "rms": 0.1, "loudAt": 1330.0, "playedUntil": 1450.0},
+    ]
+    for r in recs:
+        r["mouth"] = 0.0
+    assert audio_onsets(recs) == [1330.0]
+    recs[1]["playedUntil"] = None  # not known where it ended: from the quiet read on
+    assert audio_onsets(recs) == []
