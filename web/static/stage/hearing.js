@@ -189,6 +189,8 @@ export class OutputTimestamps {
   }
 }
 
+const SLOWEST_FRAME_MS = 500; // the longest wait between two frames a read bridges
+
 // how much the audio thread renders at once: its base latency, about
 function burstMs(ctx) {
   return Number.isFinite(ctx.baseLatency) && ctx.baseLatency > 0 ? ctx.baseLatency * 1000 : 0;
@@ -196,13 +198,15 @@ function burstMs(ctx) {
 
 /**
  * The analyser's length: longer than a render burst and a frame, so no sample falls between
- * two reads (at 20–33 fps a 21 ms window left gaps, and onsets in them were timed late). 85 ms
- * at the broadcast's rate for an interactive context, longer than a frame even at 12 fps; a
- * context that renders 186 ms at once takes 16384 samples. `sampleRate`: the rate assumed of
- * a context that does not say its own (the broadcast's).
+ * two reads (at 20–33 fps a 21 ms window left gaps, and onsets in them were timed late). A
+ * starved page (five on a busy core) draws a frame every 100-250 ms, some 500 ms apart: sized
+ * for 12 fps (85 ms), its reads missed most line starts, and the onsets that would have
+ * corrected its clock went unseen. So a frame down to 2 fps: the largest an analyser holds
+ * at the broadcast's rate (683 ms). Only the samples new since the last read are scanned
+ * (OnsetCalibration). `sampleRate`: the rate assumed of a context that does not say its own.
  */
 export function analyserSize(ctx, sampleRate) {
-  const needed = ((burstMs(ctx) + 70) * (ctx.sampleRate || sampleRate)) / 1000;
+  const needed = ((burstMs(ctx) + SLOWEST_FRAME_MS) * (ctx.sampleRate || sampleRate)) / 1000;
   let size = 4096;
   while (size < needed && size < 32768) size *= 2;
   return size;
