@@ -31,6 +31,7 @@ LOUD = 0.02  # RMS of speech as received; decoded silence is below 1e-3
 QUIET = 0.005
 OPEN = 0.2  # an opening counts when the mouth reaches this (a p or an f barely opens it)
 CLOSED = 0.05
+SPEAKING = 0.05  # RMS well inside speech (a line's quietest voiced stretches are lower)
 RISE_MS = 150.0  # a rise from closed lasts until the mouth stops opening, at most this long
 QUIET_MS = 300.0
 SEARCH_MS = 250.0
@@ -154,6 +155,16 @@ def _period(stamps: Sequence[float]) -> float:
 def _off_whole(ms: float, period: float) -> float:
     """How far `ms` is from a whole number of `period`s."""
     return abs(ms - period * round(ms / period))
+
+
+def silent_while_loud(records: Sequence[dict]) -> list[bool]:
+    """For each frame drawn while the sound leaving the speakers was well inside speech (the
+    last 5 ms the probe read at SPEAKING or more): whether the page drew silence then, no
+    viseme and the mouth closed. A meter of every frame, not only of line starts: a page whose
+    heard clock has lost the sound draws a shut mouth through loud speech, and its own figures,
+    timed by that clock, do not show it."""
+    loud = [r for r in records if r["rms"] >= SPEAKING]
+    return [r.get("viseme") in (None, "sil") and r["mouth"] < CLOSED for r in loud]
 
 
 def frame_rate_at(records: Sequence[dict], t: float) -> int:

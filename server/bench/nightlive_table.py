@@ -100,9 +100,16 @@ def _lipsync_rows(run: Run) -> list[list[object]]:
             rows += _held_rows(run)
     apart = [median(w.get("probe − page", [])) for w in (run.first, run.last)]
     rows.append(["probe − page at the same line starts ms", *apart, apart[1] - apart[0], "—", "—"])
+    # every frame, not only line starts: one drawn silent while the speakers were loud
+    shut = [100 * _mean(w.get("silent while loud", [])) for w in (run.first, run.last)]
+    rows.append(["frames silent while the sound was loud %", *shut, shut[1] - shut[0], "—", "—"])
     fps = [median(w.get("fps", [])) for w in (run.first, run.last)]
     rows.append(["  the pages' frames a second, median", *fps, fps[1] - fps[0], "—", "—"])
     return rows
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else float("nan")
 
 
 def _same_rates_rows(run: Run, key: str, judged: bool) -> list[list[object]]:

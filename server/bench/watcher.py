@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from .browser import now_ms, open_stage, probe, records
-from .lipsync_figures import frame_rate_at, matched, onsets, seen_late
+from .lipsync_figures import frame_rate_at, matched, onsets, seen_late, silent_while_loud
 
 STATS_PERIOD_S = 5.0  # how often the stage page reports (main.js)
 
@@ -77,6 +77,8 @@ class Watcher:
             "page held": [ms for ms, held, _ in drawn if held],
             "probe − page": [p - q for p, q, _ in matched(lines, found)],
             "fps": [r["fps"] for r in reports if "fps" in r],  # the page's, as it reported it
+            # each frame drawn while the speakers were loud: 1 where the page drew silence
+            "silent while loud": [float(x) for x in silent_while_loud(recs)],
         }
 
 

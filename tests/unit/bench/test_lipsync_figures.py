@@ -259,3 +259,17 @@ def test_a_pause_read_late_counts_from_where_its_sound_ended():
     assert audio_onsets(recs) == [1330.0]
     recs[1]["playedUntil"] = None  # not known where it ended: from the quiet read on
     assert audio_onsets(recs) == []
+
+
+def test_a_frame_drawn_silent_while_the_speakers_are_loud_is_counted():
+    """Loud frames only: the page drew silence through one, a closed p through another (its
+    lips shut on a sound, which is no fault), and quiet frames are not asked about."""
+    from server.bench.lipsync_figures import silent_while_loud
+
+    recs = [
+        {"rms": 0.2, "mouth": 0.0, "viseme": "sil"},  # loud, drawn silent
+        {"rms": 0.2, "mouth": 0.02, "viseme": "PP"},  # loud, the lips closed for a p
+        {"rms": 0.2, "mouth": 0.6, "viseme": "aa"},
+        {"rms": 0.0, "mouth": 0.0, "viseme": "sil"},  # quiet: not counted
+    ]
+    assert silent_while_loud(recs) == [True, False, False]

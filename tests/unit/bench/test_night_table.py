@@ -229,3 +229,13 @@ def test_the_probes_few_line_starts_are_shown_with_their_interval_and_not_judged
     assert page["first / at start"] == "94.0–95.0"  # 95 lies between them
     low, high = (float(x) for x in probe["first / at start"].split("–"))
     assert low < 189 < high and high - low > 10
+
+
+def test_frames_drawn_silent_through_loud_sound_are_counted_in_each_window():
+    """Every frame, not only line starts: a page whose clock lost the sound in the last window
+    drew a shut mouth through loud speech, which its own figures, timed by that clock, miss."""
+    first = {"page": [5.0] * 300, "silent while loud": [0.0] * 999 + [1.0]}
+    last = {"page": [5.0] * 300, "silent while loud": [0.0] * 900 + [1.0] * 100}
+    rows = rows_of(report(a_run(first=first, last=last)), TITLE)
+    row = rows["frames silent while the sound was loud %"]
+    assert (row["first / at start"], row["last / at end"]) == ("0.10", "10.0"), row
