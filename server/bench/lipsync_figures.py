@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from itertools import pairwise
+from statistics import median
 
 LOUD = 0.02  # RMS of speech as received; decoded silence is below 1e-3
 QUIET = 0.005
@@ -180,15 +181,23 @@ def seen_late(records: Sequence[dict], t: float, within: float = 10.0) -> bool:
     started then was seen that much late however the page timed it. The frame before counts
     too: the page centres a viseme's crossfade on its start, so the frame it draws at the start
     shows the mouth about half open, and where that is a little under half the probe's onset is
-    the next frame; had the page's frame been late, that one is late by as much."""
+    the next frame; had the page's frame been late, that one is late by as much.
+
+    Late against the page's own usual, as the page holds a frame back (FrameStats.held): after
+    1.5 times its median interval, or seen half a period later after its timestamp than its
+    median frame. At 60 fps those are 1.5 periods, as before; a page steadily starved (a frame
+    every 150 ms, its scripts 150 ms after the vsync) is slow, not late at every frame, which
+    left none of its line starts in the figure."""
     framed = [r for r in records if "frame" in r]
     stamps = [r["frame"] for r in framed]
     period = _period(stamps)
     seen = [_seen(r, after, period) for r, after in zip(framed, [*stamps[1:], None], strict=True)]
+    usual_gap = max(period, median([b - a for a, b in pairwise(stamps)] or [period]))
+    usual_delay = max(period, median([s - a for s, a in zip(seen, stamps, strict=True)] or [0.0]))
 
     def late(i: int) -> bool:
-        held = i > 0 and stamps[i] - stamps[i - 1] > 1.5 * period
-        return held or seen[i] > stamps[i] + 1.5 * period
+        held = i > 0 and stamps[i] - stamps[i - 1] > 1.5 * usual_gap
+        return held or seen[i] > stamps[i] + usual_delay + 0.5 * period
 
     at = next((i for i in range(1, len(framed)) if abs(seen[i] - t) <= within), None)
     return at is not None and (late(at) or late(at - 1))

@@ -101,8 +101,10 @@ def _lipsync_rows(run: Run) -> list[list[object]]:
     apart = [median(w.get("probe − page", [])) for w in (run.first, run.last)]
     rows.append(["probe − page at the same line starts ms", *apart, apart[1] - apart[0], "—", "—"])
     # every frame, not only line starts: one drawn silent while the speakers were loud
-    shut = [100 * _mean(w.get("silent while loud", [])) for w in (run.first, run.last)]
-    rows.append(["frames silent while the sound was loud %", *shut, shut[1] - shut[0], "—", "—"])
+    loud = [w.get("silent while loud", []) for w in (run.first, run.last)]
+    shut = [100 * _mean(x) for x in loud]
+    name = f"frames silent while the sound was loud % (of {len(loud[0])}, {len(loud[1])})"
+    rows.append([name, *shut, shut[1] - shut[0], "—", "—"])
     fps = [median(w.get("fps", [])) for w in (run.first, run.last)]
     rows.append(["  the pages' frames a second, median", *fps, fps[1] - fps[0], "—", "—"])
     return rows

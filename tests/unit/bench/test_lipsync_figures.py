@@ -273,3 +273,17 @@ def test_a_frame_drawn_silent_while_the_speakers_are_loud_is_counted():
         {"rms": 0.0, "mouth": 0.0, "viseme": "sil"},  # quiet: not counted
     ]
     assert silent_while_loud(recs) == [True, False, False]
+
+
+def test_a_steadily_starved_page_is_slow_not_late_at_every_frame():
+    """Five pages on a busy core: a frame every ten vsyncs, its scripts 150 ms after its
+    timestamp, all along. Its line starts are its usual frames, not stalls, and stay in the
+    figure; a frame after a gap three times its usual is still seen late."""
+    period = 1000 / 60
+    step = 10 * period
+    stamps = [1000 + k * step for k in range(40)]
+    stamps[30:] = [s + 3 * step for s in stamps[30:]]  # a stall before the 31st frame
+    recs = [{"t": s + 150.0, "frame": s, "mouth": 0.0} for s in stamps]
+    seen = [s + 9 * period for s in stamps]  # each at the first vsync after its scripts
+    assert not seen_late(recs, seen[20])
+    assert seen_late(recs, seen[30])

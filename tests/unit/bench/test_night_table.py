@@ -237,5 +237,5 @@ def test_frames_drawn_silent_through_loud_sound_are_counted_in_each_window():
     first = {"page": [5.0] * 300, "silent while loud": [0.0] * 999 + [1.0]}
     last = {"page": [5.0] * 300, "silent while loud": [0.0] * 900 + [1.0] * 100}
     rows = rows_of(report(a_run(first=first, last=last)), TITLE)
-    row = rows["frames silent while the sound was loud %"]
+    row = rows["frames silent while the sound was loud % (of 1000, 1000)"]
     assert (row["first / at start"], row["last / at end"]) == ("0.10", "10.0"), row
