@@ -9,7 +9,7 @@ from server.media.syncwindows import ATSC, in_window
 
 from .nightlive_trend import PageReport, trend
 from .samerates import at_same_rates, p95_interval
-from .table import median, pct, render
+from .table import mean, median, pct, render
 
 RSS_GROWTH_GOAL = 2.0  # % from after the warm-up to the end
 # RSS is read each second and each end of the comparison is the median of a minute's
@@ -102,16 +102,12 @@ def _lipsync_rows(run: Run) -> list[list[object]]:
     rows.append(["probe − page at the same line starts ms", *apart, apart[1] - apart[0], "—", "—"])
     # every frame, not only line starts: one drawn silent while the speakers were loud
     loud = [w.get("silent while loud", []) for w in (run.first, run.last)]
-    shut = [100 * _mean(x) for x in loud]
+    shut = [100 * mean(x) for x in loud]
     name = f"frames silent while the sound was loud % (of {len(loud[0])}, {len(loud[1])})"
     rows.append([name, *shut, shut[1] - shut[0], "—", "—"])
     fps = [median(w.get("fps", [])) for w in (run.first, run.last)]
     rows.append(["  the pages' frames a second, median", *fps, fps[1] - fps[0], "—", "—"])
     return rows
-
-
-def _mean(values: list[float]) -> float:
-    return sum(values) / len(values) if values else float("nan")
 
 
 def _same_rates_rows(run: Run, key: str, judged: bool) -> list[list[object]]:

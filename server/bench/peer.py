@@ -28,7 +28,7 @@ from server.show.opening import opening_words
 
 from ..keys import CONFIG, LIVE
 from .inprocess import LiveServer
-from .table import median, pct, render
+from .table import mean, median, pct, render
 from .viewer import PythonViewer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -196,6 +196,5 @@ def wer_line(ours: dict) -> str:
     for name, got in ours.items():
         wers = [g["wer"] for g in got if g["wer"] is not None]
         split = sum(g["split"] for g in got)
-        mean = sum(wers) / len(wers) if wers else float("nan")
-        parts.append(f"{name}: mean {mean:.3f} over {len(wers)} lines ({split} opened)")
+        parts.append(f"{name}: mean {mean(wers):.3f} over {len(wers)} lines ({split} opened)")
     return "word error rate as the ASR feedback heard it: " + "; ".join(parts)

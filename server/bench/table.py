@@ -20,6 +20,10 @@ def median(values: Sequence[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
+def mean(values: Sequence[float]) -> float:
+    return statistics.fmean(values) if values else float("nan")
+
+
 def render(title: str, header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     cells = [[str(h) for h in header]] + [[_fmt(c) for c in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
