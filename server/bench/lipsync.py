@@ -26,7 +26,7 @@ from contextlib import contextmanager
 
 from .browser import behind_the_browser, launch, now_ms, open_stage, probe, records
 from .inprocess import LiveServer, say, until_final
-from .lipsync_figures import line_offset, matched, onsets, rendered_offsets, seen_late
+from .lipsync_figures import Frames, line_offset, matched, onsets, rendered_offsets
 from .lipsync_tables import (
     CONTINUOUS_FIGURES,
     continuous_table,
@@ -159,6 +159,7 @@ def measure_page(browser, srv: LiveServer, url: str, n: int, label: str = "") ->
     reports = [r for t, _, r in reported if t >= reported_since]
     each_line = [u for r in reports for u in r.get("utterance_onsets", []) if u["id"] in ids]
     pairs = matched(each_line, probed)
+    frames = Frames(recs)
     return {
         "probe": [m - t for t, m in probed],
         "probe, at render": rendered_offsets(recs),
@@ -170,8 +171,8 @@ def measure_page(browser, srv: LiveServer, url: str, n: int, label: str = "") ->
         "probe, each line": [p for p, _, _ in pairs],
         "probe pairs": pairs,  # (the probe's offset, the page's, when the probe saw the mouth)
         # whether the probe saw each of those line starts in a frame the browser showed late, or
-        # just after one (lipsync_figures.seen_late)
-        "probe, each line, a frame late": [seen_late(recs, m) for _, _, m in pairs],
+        # just after one (lipsync_figures.Frames.late_at)
+        "probe, each line, a frame late": [frames.late_at(m) for _, _, m in pairs],
         "records": recs,  # every frame the probe saw, for a closer look at a line
         "errors": errors,
         "fps": stats.get("fps"),

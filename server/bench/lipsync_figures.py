@@ -24,6 +24,7 @@ stop consonant's closure is silent while the lips already form it, which is no s
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Sequence
 from itertools import pairwise
 from statistics import median
@@ -77,7 +78,7 @@ def mouth_onset(
     records (display_period) when not given. Taken from the frames around the onset alone, a
     page stalled there (a frame every 150 ms) had its stall for the display's period: each of
     its frames was timed seen 150 ms after it began, not a vsync, and no longer matched the
-    frame seen_late looks for, so the stall's onsets were neither right nor left out."""
+    frame Frames.late_at looks for, so the stall's onsets were neither right nor left out."""
     if period is None:
         period = display_period(records)
     # and the frames after them, to know whether the last one's scripts missed its vsync
@@ -168,39 +169,48 @@ def silent_while_loud(records: Sequence[dict]) -> list[bool]:
     return [r.get("viseme") in (None, "sil") and r["mouth"] < CLOSED for r in loud]
 
 
-def frame_rate_at(records: Sequence[dict], t: float) -> int:
-    """Frames the page drew in the second before `t` (ms): its frame rate then, counted as the
-    page counts the one it reports (framestats.js: fps)."""
-    return sum(1 for r in records if "frame" in r and t - 1000.0 <= r["frame"] < t)
+class Frames:
+    """The frames of a probe's records: when each was seen and whether late, worked out once
+    for every onset looked up in them (a window holds thousands of frames and a hundred
+    onsets; each look-up redid the display's period and the page's medians)."""
 
+    def __init__(self, records: Sequence[dict]) -> None:
+        framed = [r for r in records if "frame" in r]
+        stamps = [r["frame"] for r in framed]
+        period = _period(stamps)
+        self.stamps = stamps
+        self.seen = [_seen(r, a, period) for r, a in zip(framed, [*stamps[1:], None], strict=True)]
+        # the page's usual: a frame is late against it, as the page holds one back
+        # (FrameStats.held): after 1.5 times its median interval, or seen half a period later
+        # after its timestamp than its median frame. At 60 fps those are 1.5 periods; a page
+        # steadily starved (a frame every 150 ms, its scripts 150 ms after the vsync) is slow,
+        # not late at every frame, which left none of its line starts in the figure.
+        usual_gap = max(period, median([b - a for a, b in pairwise(stamps)] or [period]))
+        delays = [s - a for s, a in zip(self.seen, stamps, strict=True)]
+        usual_delay = max(period, median(delays or [0.0]))
+        self.late = [
+            (i > 0 and stamps[i] - stamps[i - 1] > 1.5 * usual_gap)
+            or delay > usual_delay + 0.5 * period
+            for i, delay in enumerate(delays)
+        ]
 
-def seen_late(records: Sequence[dict], t: float, within: float = 10.0) -> bool:
-    """Whether the frame seen at `t` (within `within` ms), or the frame before it, was seen late
-    through the browser: it came after a vsync that went by without a frame (the main thread,
-    or the compositor, was busy), or its own scripts ran past the vsync it was due at. What
-    started then was seen that much late however the page timed it. The frame before counts
-    too: the page centres a viseme's crossfade on its start, so the frame it draws at the start
-    shows the mouth about half open, and where that is a little under half the probe's onset is
-    the next frame; had the page's frame been late, that one is late by as much.
+    def rate_at(self, t: float) -> int:
+        """Frames the page drew in the second before `t` (ms): its frame rate then, counted as
+        the page counts the one it reports (framestats.js: fps)."""
+        return bisect_left(self.stamps, t) - bisect_left(self.stamps, t - 1000.0)
 
-    Late against the page's own usual, as the page holds a frame back (FrameStats.held): after
-    1.5 times its median interval, or seen half a period later after its timestamp than its
-    median frame. At 60 fps those are 1.5 periods, as before; a page steadily starved (a frame
-    every 150 ms, its scripts 150 ms after the vsync) is slow, not late at every frame, which
-    left none of its line starts in the figure."""
-    framed = [r for r in records if "frame" in r]
-    stamps = [r["frame"] for r in framed]
-    period = _period(stamps)
-    seen = [_seen(r, after, period) for r, after in zip(framed, [*stamps[1:], None], strict=True)]
-    usual_gap = max(period, median([b - a for a, b in pairwise(stamps)] or [period]))
-    usual_delay = max(period, median([s - a for s, a in zip(seen, stamps, strict=True)] or [0.0]))
-
-    def late(i: int) -> bool:
-        held = i > 0 and stamps[i] - stamps[i - 1] > 1.5 * usual_gap
-        return held or seen[i] > stamps[i] + usual_delay + 0.5 * period
-
-    at = next((i for i in range(1, len(framed)) if abs(seen[i] - t) <= within), None)
-    return at is not None and (late(at) or late(at - 1))
+    def late_at(self, t: float, within: float = 10.0) -> bool:
+        """Whether the frame seen at `t` (within `within` ms), or the frame before it, was seen
+        late through the browser: it came after a vsync that went by without a frame (the main
+        thread, or the compositor, was busy), or its own scripts ran past the vsync it was due
+        at. What started then was seen that much late however the page timed it. The frame
+        before counts too: the page centres a viseme's crossfade on its start, so the frame it
+        draws at the start shows the mouth about half open, and where that is a little under
+        half the probe's onset is the next frame; had the page's frame been late, that one is
+        late by as much."""
+        seen = self.seen
+        at = next((i for i in range(1, len(seen)) if abs(seen[i] - t) <= within), None)
+        return at is not None and (self.late[at] or self.late[at - 1])
 
 
 def _first_opening(rise: Sequence[dict]) -> float:

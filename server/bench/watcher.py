@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from .browser import now_ms, open_stage, probe, records
-from .lipsync_figures import frame_rate_at, matched, onsets, seen_late, silent_while_loud
+from .lipsync_figures import Frames, matched, onsets, silent_while_loud
 
 STATS_PERIOD_S = 5.0  # how often the stage page reports (main.js)
 
@@ -53,7 +53,7 @@ class Watcher:
     def figures(self, mark: tuple[float, float], wait: bool = True) -> dict[str, list[float]]:
         """Picture − sound (ms) since `mark`: the probe's at each line start it heard, but
         those the browser showed late (its frames are the viewer's machine's, not the
-        server's: lipsync_figures.seen_late), which are counted; the page's at every viseme
+        server's: lipsync_figures.Frames.late_at), which are counted; the page's at every viseme
         onset it drew, but those on frames the page held back (its machine stalled: FrameStats
         .held in framestats.js), also counted; and the probe's less the page's own at the same
         line starts (where the two meters part, one of them moved). Beside the kept probe's
@@ -64,7 +64,8 @@ class Watcher:
             self.wait(STATS_PERIOD_S + 0.5)
         recs = records(self.page, since_ms)
         found = onsets(recs)
-        probed = [(m - t, seen_late(recs, m), frame_rate_at(recs, m)) for t, m in found]
+        frames = Frames(recs)
+        probed = [(m - t, frames.late_at(m), frames.rate_at(m)) for t, m in found]
         reports = [r for t, r in self.reports if t >= since]
         lines = [u for r in reports for u in r.get("utterance_onsets", [])]
         drawn = [(*d, float(r.get("fps") or 0)) for r in reports for d in drawn_onsets(r)]

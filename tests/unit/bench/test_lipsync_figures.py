@@ -1,11 +1,10 @@
 """The probe's figures: audio onsets after quiet, mouth onsets timed at the midpoint of a rise."""
 
 from server.bench.lipsync_figures import (
+    Frames,
     audio_onsets,
-    frame_rate_at,
     mouth_onset,
     onsets,
-    seen_late,
 )
 
 
@@ -80,7 +79,7 @@ def test_a_stall_at_a_line_start_is_timed_a_vsync_after_its_frame_and_seen_late(
     assert len(found) == 1
     (t, m) = found[0]
     assert abs(m - (2300.0 - 2.0 + period)) < 1e-6, m  # the 0.6 frame, seen a vsync after
-    assert seen_late(recs, m)
+    assert Frames(recs).late_at(m)
 
 
 def test_sound_without_quiet_before_it_is_no_onset():
@@ -129,30 +128,28 @@ def test_a_frame_whose_scripts_ran_past_the_next_vsync_it_then_missed_is_seen_a_
 
 
 def test_a_frame_after_a_vsync_that_went_by_without_one_is_known_as_such():
-    from server.bench.lipsync_figures import seen_late
 
     period = 1000 / 60
     stamps = [1000 + k * period for k in (0, 1, 2, 4, 5, 6, 7)]  # the vsync at 3 went by unused
     recs = [{"t": s + 3, "frame": s, "mouth": 0.0} for s in stamps]
     # the frame begun at 4 is seen at 5, after the one begun at 2 was held two periods; the one
     # begun at 5, seen at 6, follows it (where the probe's onset is a frame after the page's)
-    assert seen_late(recs, 1000 + 5 * period)
-    assert seen_late(recs, 1000 + 6 * period)
-    assert not seen_late(recs, 1000 + 7 * period)
-    assert not seen_late(recs, 1000 + 3 * period)
-    assert not seen_late(recs, 1000 + 60 * period)  # no frame seen then
+    assert Frames(recs).late_at(1000 + 5 * period)
+    assert Frames(recs).late_at(1000 + 6 * period)
+    assert not Frames(recs).late_at(1000 + 7 * period)
+    assert not Frames(recs).late_at(1000 + 3 * period)
+    assert not Frames(recs).late_at(1000 + 60 * period)  # no frame seen then
 
 
 def test_a_frame_whose_scripts_ran_past_its_vsync_is_seen_late_and_so_is_the_next():
-    from server.bench.lipsync_figures import seen_late
 
     period = 1000 / 60
     stamps = [1000 + k * period for k in (0, 1, 2, 4, 5, 6)]
     recs = [{"t": s + 3, "frame": s, "mouth": 0.0} for s in stamps]
     recs[2]["t"] = stamps[2] + 21  # its scripts still ran at the next vsync, which went by
-    assert seen_late(recs, 1000 + 4 * period)  # seen two periods after it was begun
-    assert seen_late(recs, 1000 + 5 * period)  # the frame after it
-    assert not seen_late(recs, 1000 + 2 * period)  # the one before it was on time
+    assert Frames(recs).late_at(1000 + 4 * period)  # seen two periods after it was begun
+    assert Frames(recs).late_at(1000 + 5 * period)  # the frame after it
+    assert not Frames(recs).late_at(1000 + 2 * period)  # the one before it was on time
 
 
 def test_sound_is_timed_at_the_speakers_and_the_render_time_figure_takes_the_latency_off():
@@ -187,9 +184,9 @@ def test_the_frame_rate_at_a_moment_counts_the_frames_of_the_second_before():
     # 10 frames a second for two seconds, then 5: records without a frame (reads) do not count
     stamps = [100.0 * k for k in range(20)] + [2000.0 + 200.0 * k for k in range(10)]
     records = [{"t": s, "frame": s} for s in stamps] + [{"t": 50.0 + 100 * k} for k in range(40)]
-    assert frame_rate_at(records, 2000.0) == 10
-    assert frame_rate_at(records, 4000.0) == 5
-    assert frame_rate_at(records, 2500.0) == 8  # 1500-1900 at 10, 2000-2400 at 5
+    assert Frames(records).rate_at(2000.0) == 10
+    assert Frames(records).rate_at(4000.0) == 5
+    assert Frames(records).rate_at(2500.0) == 8  # 1500-1900 at 10, 2000-2400 at 5
 
 
 def test_a_starved_pages_frames_keep_the_displays_period():
@@ -285,5 +282,5 @@ def test_a_steadily_starved_page_is_slow_not_late_at_every_frame():
     stamps[30:] = [s + 3 * step for s in stamps[30:]]  # a stall before the 31st frame
     recs = [{"t": s + 150.0, "frame": s, "mouth": 0.0} for s in stamps]
     seen = [s + 9 * period for s in stamps]  # each at the first vsync after its scripts
-    assert not seen_late(recs, seen[20])
-    assert seen_late(recs, seen[30])
+    assert not Frames(recs).late_at(seen[20])
+    assert Frames(recs).late_at(seen[30])
