@@ -26,6 +26,7 @@ STAT_RANGES = {
     "frame_jitter_ms": (0.0, 60_000.0),
     "visemes_seen_share": (0.0, 1.0),
     "output_latency_ms": (0.0, 5000.0),
+    "lookahead_ms": (0.0, 5000.0),
 }
 ONSET_RANGE_MS = (-10_000.0, 10_000.0)  # a drawn viseme against its sound, picture − sound
 # a page's output device latency: how it knows it (web/static/stage/latency.js)

@@ -8,12 +8,20 @@ import { DrawnOnsets } from "./drawnonsets.js";
 import { FrameStats, Presentation } from "./framestats.js";
 import { HeardClock } from "./heardclock.js";
 import { lateGuardMs } from "./lateguard.js";
+import { Lookahead } from "./lookahead.js";
 import { OutputLatency, reportedLatency } from "./latency.js";
 import { MouthBlend } from "./mouthblend.js";
 import { OnsetCalibration } from "./onsetcalibration.js";
 import { Playhead } from "./playhead.js";
 import { RecentSet } from "./recentset.js";
 import { VisemeTrack } from "./visemetrack.js";
+
+// events handled this soon after the link goes live are the speech under way, sent to a page
+// that (re)joins: not late
+const REPLAYS_MS = 2000;
+// a change of the hold waits for silence this much wider than the stretch it moves over: the
+// audio thread renders a burst ahead of the read
+const HOLD_MARGIN_MS = 30;
 
 export class FrameLoop {
   /**
@@ -47,12 +55,16 @@ export class FrameLoop {
     this.calibrationMs = 0; // a property of this browser's audio path: kept across reconnects
     this.heard = { sample: null, viseme: "sil", mouth: 0 };
     this.duck = null; // after an interrupt: {at, next}, its sample and the next line's start
+    this.lookahead = new Lookahead(); // how long the stream is held: as its events need
+    this.joinedAt = -Infinity; // when the link last went live (performance time)
   }
 
   /** A `visemes`, `utterance` or `interrupt` event of the show. */
   event(name, data) {
-    if (name === "visemes") this.stopped.has(data.utterance_id) || this.visemes.add(this.#cast(data));
-    else if (name === "utterance") this.stopped.has(data.id) || this.#heardNext(data);
+    if (name === "visemes" && !this.stopped.has(data.utterance_id)) {
+      this.visemes.add(this.#cast(data));
+      this.#handled(data);
+    } else if (name === "utterance") this.stopped.has(data.id) || this.#heardNext(data);
     else if (name === "interrupt") {
       for (const id of data.utterances ?? []) this.stopped.add(id);
       const role = data.role == null ? null : this.#cast(data).role;
@@ -99,6 +111,32 @@ export class FrameLoop {
     return Math.min(lastHeard, data.at_sample);
   }
 
+  // A line's pictures handled now: how long before its first voiced sample is heard, for the
+  // hold (Lookahead). Those sent as the page (re)joins are of speech already under way.
+  #handled(data) {
+    const now = performance.now();
+    const clock = this.clock;
+    if (!clock || !this.hearing.running || now - this.joinedAt < REPLAYS_MS) return;
+    const first = (data.frames ?? []).find((f) => f.viseme !== "sil" && Number.isFinite(f.sample));
+    const heard = first ? clock.sampleAt(now) : null;
+    if (heard === null) return;
+    const untilMs = (first.sample - heard) / (this.sampleRate / 1000);
+    this.lookahead.arrived(untilMs, clock.lookaheadMs, this.frames.usualMs(), now);
+  }
+
+  // The hold the events need, taken where the stretch of the stream it moves the output over
+  // (played twice where it grows, skipped where it shrinks) is silence, by the read just made.
+  #hold() {
+    const now = performance.now();
+    const want = this.lookahead.wanted(now);
+    const held = this.hearing.lookaheadMs;
+    if (want === held) return;
+    const [from, to] = [Math.max(0, Math.min(want, held) - HOLD_MARGIN_MS), Math.max(want, held) + HOLD_MARGIN_MS];
+    if (!this.hearing.quietFor(from, to, this.calibration.quiet)) return;
+    this.hearing.setLookahead(want);
+    this.clock.setLookahead(want, now);
+  }
+
   // An event whose role the page has no figure for is the first figure's to speak.
   #cast(data) {
     if (this.cast.length === 0 || this.cast.includes(data.role)) return data;
@@ -138,6 +176,7 @@ export class FrameLoop {
       clock.outputLatencyMs = latency.ms ?? 0;
       const samples = hearing.read(reading.ms);
       if (samples) {
+        this.#hold();
         // timed when rendered (see renderedAt), not at the frame's timestamp. (After an
         // interrupt the stream still carries speech that was cut: its onsets were cut from the
         // timeline too, so nothing is matched with them.)

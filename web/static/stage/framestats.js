@@ -60,6 +60,11 @@ export class FrameStats {
     return this.gaps.length >= 10 && dt > HELD * median(this.gaps);
   }
 
+  /** The page's usual interval between frames (ms): the median of its last ones. */
+  usualMs() {
+    return this.gaps.length ? median(this.gaps) : this.period;
+  }
+
   /**
    * How long the frame that shows a given moment stays up (ms), over the last second: long
    * frames hold more moments, so this is the intervals' mean weighted by their length

@@ -53,7 +53,8 @@ export class HeardClock {
     this.perMs = requireRate(sampleRate) / 1000;
     this.receiver = receiver;
     this.rtpBase = rtpBase >>> 0;
-    this.lookaheadMs = lookaheadMs;
+    this.lookaheads = new Timeline(); // how long the page held the stream, from when on
+    this.lookaheads.set(-Infinity, lookaheadMs);
     this.readings = []; // {stamp, offset}: broadcast sample − ms·perMs at each playout reading
     this.mappings = new Timeline(); // the median in force from each reading's time on
     this.calibrations = new Timeline(); // the anchor (ms) in force from each onset's quiet on
@@ -62,6 +63,19 @@ export class HeardClock {
     this.lastRel = null;
     this.unwrapped = 0;
     this.outputLatencyMs = 0; // the page sets it every frame (OutputLatency)
+  }
+
+  /** How long the page holds what enters now before it plays it (ms). */
+  get lookaheadMs() {
+    return this.lookaheads.last();
+  }
+
+  /**
+   * The page holds the stream `ms` from performance time `from` on (hearing.setLookahead): what
+   * is rendered from then on entered that long before.
+   */
+  setLookahead(ms, from) {
+    this.lookaheads.set(from, ms, from - HISTORY_MS);
   }
 
   /** How long after a sample enters the page it is heard: the look-ahead, then the device. */
@@ -146,7 +160,7 @@ export class HeardClock {
    * what passes the page's interrupt ducking then.
    */
   renderedSampleAt(now) {
-    const entered = now - this.lookaheadMs;
+    const entered = now - this.lookaheads.at(now);
     const raw = this.rawSampleAt(entered);
     return raw === null ? null : Math.round(raw - this.calibrations.at(entered) * this.perMs);
   }

@@ -79,6 +79,31 @@ export class Hearing {
     this.gain.gain.setTargetAtTime(1, this.ctx.currentTime, 0.003);
   }
 
+  /**
+   * Hold the stream `ms` before playing it, from the next render on (Lookahead). The output
+   * jumps by the change: played again where the hold grows, skipped where it shrinks, so the
+   * caller makes it only where `quietFor` says that stretch is silence.
+   */
+  setLookahead(ms) {
+    this.lookaheadMs = ms;
+    this.delay.delayTime.setValueAtTime(ms / 1000, this.ctx.currentTime);
+  }
+
+  /**
+   * Whether the stream entering stayed at `quiet` or below from `fromMs` to `toMs` before the
+   * newest sample the last read() gave (its buffer): what a change of the hold between those
+   * two would play twice or skip. False where the buffer does not reach back so far.
+   */
+  quietFor(fromMs, toMs, quiet) {
+    const b = this.buffer;
+    const first = b.length - Math.ceil(toMs * this.perMs);
+    if (first < 0) return false;
+    for (let i = first; i < b.length - Math.floor(fromMs * this.perMs); i++) {
+      if (Math.abs(b[i]) > quiet) return false;
+    }
+    return true;
+  }
+
   /** Whether the browser lets audio play (it may wait for the viewer's first click). */
   get running() {
     return this.ctx.state === "running";

@@ -64,6 +64,7 @@ const link = new Link({
     el.title = detail;
     $("live-badge").hidden = state !== "live";
     if (state === "live") {
+      loop.joinedAt = performance.now();
       const session = ++timesyncSession; // one exchange loop per session
       timesync.run(() => link.connected && session === timesyncSession);
     }
@@ -150,6 +151,7 @@ function stats() {
     visemes_seen_share: visemes.seenShare(),
     // when the browser reports no latency the page cannot know when it is heard: it says so
     output_latency_ms: latency.source === "none" ? null : latency.ms,
+    lookahead_ms: hearing.lookaheadMs, // how long the page holds the stream before playing it
   };
   const known = Object.entries(all).filter(([, v]) => Number.isFinite(v));
   return { ...Object.fromEntries(known), output_latency_source: latency.source };
