@@ -173,9 +173,11 @@ def measure_page(browser, srv: LiveServer, url: str, n: int, label: str = "") ->
         # whether the probe saw each of those line starts in a frame the browser showed late, or
         # just after one (lipsync_figures.Frames.late_at)
         "probe, each line, a frame late": [frames.late_at(m) for _, _, m in pairs],
+        "probe seen late": [frames.late_at(m) for _, m in probed],  # as "probe", in order
         "records": recs,  # every frame the probe saw, for a closer look at a line
         "errors": errors,
         "fps": stats.get("fps"),
+        "held ms": stats.get("lookahead_ms"),  # how long the page held the stream at the end
         "fps reported": [r["fps"] for r in reports if "fps" in r],
         "seen": stats.get("visemes_seen_share"),
         # the output latency the page drew by, how it knew it, and what its context says now
