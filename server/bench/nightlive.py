@@ -291,6 +291,7 @@ def _page_report(at: float, report: dict) -> PageReport:
         report.get("fps"),
         [ms for ms, held in drawn if not held],
         sum(held for _, held in drawn),
+        report.get("lookahead_ms"),  # web/static/stage/lookahead.js
     )
 
 

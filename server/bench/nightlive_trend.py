@@ -27,6 +27,7 @@ class PageReport:
     fps: float | None
     onsets: list[float]  # lip-sync at each viseme onset drawn, ms (frames held back left out)
     held: int  # onsets on frames held back
+    hold: float | None = None  # how long the page held the stream before playing it, ms
 
 
 def _minutes(at_s: float, length_s: float) -> str:
@@ -65,6 +66,7 @@ def trend(
                 median([r.fps for r in mine if r.fps is not None]),
                 pct([abs(x) for x in onsets], 95),
                 100 * held / max(1, held + len(onsets)),
+                median([r.hold for r in mine if r.hold is not None]),
                 median(heaps),
                 median(_span(rss, start, end)),
                 *(median([b.get(part, 0.0) for b in busy]) for part in (*PARTS, *cores)),
@@ -79,6 +81,7 @@ def trend(
             "fps",
             "page lip-sync \\|p95\\| ms",
             "held back %",
+            "stream held ms",
             "JS heap MB",
             "server RSS MB",
             *PARTS,

@@ -191,7 +191,7 @@ def test_the_show_is_looked_at_every_second_while_the_run_reads_its_pages(monkey
 def test_the_spans_say_when_the_frames_fell_and_which_process_took_the_core():
     # the pages draw 20 frames a second for 50 minutes, then 16, while the renderers take more
     reports = [
-        PageReport(float(t), 20.0 if t < 3000 else 16.0, [10.0, -30.0], 1)
+        PageReport(float(t), 20.0 if t < 3000 else 16.0, [10.0, -30.0], 1, 100.0 + (t >= 3000))
         for t in range(0, 3600, 5)
     ]
     cpu = [
@@ -208,6 +208,7 @@ def test_the_spans_say_when_the_frames_fell_and_which_process_took_the_core():
     assert (first["renderers"], last["renderers"]) == ("0.30", "0.50")
     assert first["page lip-sync |p95| ms"] == "30.0" and first["held back %"] == "33.3"
     assert first["JS heap MB"] == "12.0" and first["core 0"] == "0.95"
+    assert (first["stream held ms"], last["stream held ms"]) == ("100.0", "101.0")
     assert (first["server RSS MB"], last["server RSS MB"]) == ("1205.0", "1255.0")
     assert first["viewers"] == "0.00"  # a part never read is idle, not missing
 
