@@ -57,7 +57,7 @@ export class FrameStats {
    * that much late however well it is timed; the lip-sync figures count it apart.
    */
   held(dt) {
-    return this.gaps.length >= 10 && dt > HELD * median(this.gaps);
+    return this.gaps.length >= 10 && dt > HELD * this.usualMs();
   }
 
   /** The page's usual interval between frames (ms): the median of its last ones. */
