@@ -128,28 +128,27 @@ def test_a_frame_whose_scripts_ran_past_the_next_vsync_it_then_missed_is_seen_a_
 
 
 def test_a_frame_after_a_vsync_that_went_by_without_one_is_known_as_such():
-
     period = 1000 / 60
     stamps = [1000 + k * period for k in (0, 1, 2, 4, 5, 6, 7)]  # the vsync at 3 went by unused
-    recs = [{"t": s + 3, "frame": s, "mouth": 0.0} for s in stamps]
+    frames = Frames([{"t": s + 3, "frame": s, "mouth": 0.0} for s in stamps])
     # the frame begun at 4 is seen at 5, after the one begun at 2 was held two periods; the one
     # begun at 5, seen at 6, follows it (where the probe's onset is a frame after the page's)
-    assert Frames(recs).late_at(1000 + 5 * period)
-    assert Frames(recs).late_at(1000 + 6 * period)
-    assert not Frames(recs).late_at(1000 + 7 * period)
-    assert not Frames(recs).late_at(1000 + 3 * period)
-    assert not Frames(recs).late_at(1000 + 60 * period)  # no frame seen then
+    assert frames.late_at(1000 + 5 * period)
+    assert frames.late_at(1000 + 6 * period)
+    assert not frames.late_at(1000 + 7 * period)
+    assert not frames.late_at(1000 + 3 * period)
+    assert not frames.late_at(1000 + 60 * period)  # no frame seen then
 
 
 def test_a_frame_whose_scripts_ran_past_its_vsync_is_seen_late_and_so_is_the_next():
-
     period = 1000 / 60
     stamps = [1000 + k * period for k in (0, 1, 2, 4, 5, 6)]
     recs = [{"t": s + 3, "frame": s, "mouth": 0.0} for s in stamps]
     recs[2]["t"] = stamps[2] + 21  # its scripts still ran at the next vsync, which went by
-    assert Frames(recs).late_at(1000 + 4 * period)  # seen two periods after it was begun
-    assert Frames(recs).late_at(1000 + 5 * period)  # the frame after it
-    assert not Frames(recs).late_at(1000 + 2 * period)  # the one before it was on time
+    frames = Frames(recs)
+    assert frames.late_at(1000 + 4 * period)  # seen two periods after it was begun
+    assert frames.late_at(1000 + 5 * period)  # the frame after it
+    assert not frames.late_at(1000 + 2 * period)  # the one before it was on time
 
 
 def test_sound_is_timed_at_the_speakers_and_the_render_time_figure_takes_the_latency_off():
@@ -184,9 +183,10 @@ def test_the_frame_rate_at_a_moment_counts_the_frames_of_the_second_before():
     # 10 frames a second for two seconds, then 5: records without a frame (reads) do not count
     stamps = [100.0 * k for k in range(20)] + [2000.0 + 200.0 * k for k in range(10)]
     records = [{"t": s, "frame": s} for s in stamps] + [{"t": 50.0 + 100 * k} for k in range(40)]
-    assert Frames(records).rate_at(2000.0) == 10
-    assert Frames(records).rate_at(4000.0) == 5
-    assert Frames(records).rate_at(2500.0) == 8  # 1500-1900 at 10, 2000-2400 at 5
+    frames = Frames(records)
+    assert frames.rate_at(2000.0) == 10
+    assert frames.rate_at(4000.0) == 5
+    assert frames.rate_at(2500.0) == 8  # 1500-1900 at 10, 2000-2400 at 5
 
 
 def test_a_starved_pages_frames_keep_the_displays_period():
@@ -280,7 +280,7 @@ def test_a_steadily_starved_page_is_slow_not_late_at_every_frame():
     step = 10 * period
     stamps = [1000 + k * step for k in range(40)]
     stamps[30:] = [s + 3 * step for s in stamps[30:]]  # a stall before the 31st frame
-    recs = [{"t": s + 150.0, "frame": s, "mouth": 0.0} for s in stamps]
+    frames = Frames([{"t": s + 150.0, "frame": s, "mouth": 0.0} for s in stamps])
     seen = [s + 9 * period for s in stamps]  # each at the first vsync after its scripts
-    assert not Frames(recs).late_at(seen[20])
-    assert Frames(recs).late_at(seen[30])
+    assert not frames.late_at(seen[20])
+    assert frames.late_at(seen[30])
