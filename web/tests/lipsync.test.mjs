@@ -167,10 +167,49 @@ test("each utterance's first voiced frame drawn is timed once, on the server's c
 test("at most so many utterances are reported at once; each is remembered", () => {
   const m = new DrawnOnsets({ sampleRate, maxUtterances: 2 });
   const frames = ["a", "b", "c"].map((id, i) => ({ start: i * MS, viseme: "aa", utterance_id: id }));
+  m.frame(null, -MS); // the stream drawn before the lines begin
   for (const f of frames) m.frame(f, f.start, 0, 1000);
   assert.deepEqual(m.takeUtterances().map((u) => u.id), ["a", "b"]);
   for (const f of frames) m.frame({ ...f }, f.start, 0, 1000);
   assert.deepEqual(m.takeUtterances(), [], "an utterance drawn again (after a cut) is not new");
+});
+
+test("a line is timed from its first voiced viseme, though a slow page's frames skip it", () => {
+  const t = new VisemeTrack({ sampleRate });
+  t.add({ ...event([
+    { sample: 0, viseme: "sil", duration: 100 * MS },
+    { sample: 100 * MS, viseme: "PP", duration: 30 * MS }, // shorter than a frame at 6 fps
+    { sample: 130 * MS, viseme: "aa", duration: 120 * MS },
+  ]), utterance_id: "slow" });
+  const m = new DrawnOnsets({ sampleRate, track: t });
+  const server = 1.7e12;
+  for (const ms of [23, 190]) m.frame(t.frameAt(ms * MS), ms * MS, 0, server + ms);
+  assert.deepEqual(m.takeUtterances(), [
+    { id: "slow", sample: 100 * MS, heard_ms: server + 100, drawn_ms: server + 190 },
+  ], "the mouth opened 90 ms after the line's sound, not 60 after the viseme it showed");
+  assert.deepEqual(m.take(), [60], "each viseme's own onset is still timed from its start");
+});
+
+test("a page that did not draw the stream as a line began does not time the line's start", () => {
+  const t = new VisemeTrack({ sampleRate });
+  const line = (id, at) => ({ ...event([
+    { sample: at * MS, viseme: "aa", duration: 100 * MS },
+    { sample: (at + 100) * MS, viseme: "E", duration: 100 * MS },
+  ]), utterance_id: id });
+  t.add(line("joined", 0));
+  t.add(line("after a gap", 300));
+  t.add(line("watched", 600));
+  const m = new DrawnOnsets({ sampleRate, track: t });
+  const drawAt = (ms) => m.frame(t.frameAt(ms * MS), ms * MS, 0, 1e12 + ms);
+  drawAt(150); // the page's first frame, in the middle of a line
+  drawAt(250);
+  m.gap(); // the link went down: frames without the stream
+  drawAt(450);
+  drawAt(580);
+  drawAt(610);
+  assert.deepEqual(m.takeUtterances().map((u) => [u.id, u.drawn_ms - u.heard_ms]), [["watched", 10]]);
+  drawAt(170);
+  assert.deepEqual(m.takeUtterances(), [], "a line not seen starting is not timed later either");
 });
 
 test("a recent set forgets its oldest entries beyond its limit", () => {

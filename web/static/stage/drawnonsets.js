@@ -15,14 +15,17 @@ import { RecentSet } from "./recentset.js";
  *
  * The first voiced frame drawn of each utterance also gives the server that utterance's
  * picture and heard times on its clock (`utterance_onsets`): the picture when the frame was
- * seen, the sound that same offset earlier. At most `maxUtterances` between reports.
+ * seen, the sound of the line's first voiced viseme (from `track`, drawn or not) when it was
+ * heard. At most `maxUtterances` between reports.
  */
 export class DrawnOnsets {
-  constructor({ sampleRate, max = 200, maxUtterances = 50 } = {}) {
+  constructor({ sampleRate, track = null, max = 200, maxUtterances = 50 } = {}) {
     this.perMs = requireRate(sampleRate) / 1000;
+    this.track = track; // the VisemeTrack the frames come from: where each line starts
     this.max = max;
     this.maxUtterances = maxUtterances;
     this.shown = null; // the frame last counted
+    this.lastSample = null; // the sample the frame before was drawn at (null: none drawn)
     this.pending = [];
     this.roles = []; // whose mouth each pending offset is: the role of the viseme drawn
     this.held = []; // whether each pending offset's frame came held back
@@ -38,25 +41,37 @@ export class DrawnOnsets {
    * (null while the page's offset to it is unknown). `held`: the frame came held back.
    */
   frame(f, s, correctionMs = 0, serverMs = null, held = false) {
+    const before = this.lastSample;
+    this.lastSample = s;
     if (!f || f === this.shown || f.viseme === "sil") return;
     this.shown = f;
-    const offset = (s - f.start) / this.perMs + correctionMs;
     if (this.pending.length < this.max) {
-      this.pending.push(offset);
+      this.pending.push((s - f.start) / this.perMs + correctionMs);
       this.roles.push(typeof f.role === "string" ? f.role : null);
       this.held.push(Boolean(held));
     }
-    this.#firstOfUtterance(f, offset, serverMs);
+    this.#firstOfUtterance(f, s, correctionMs, serverMs, before);
+  }
+
+  /** A frame drew nothing of the stream (no heard clock yet, or the link down). */
+  gap() {
+    this.lastSample = null;
   }
 
   // Only an utterance's first voiced frame drawn counts, timed or not: a later one would say
-  // when the page saw the middle of the line, not its start.
-  #firstOfUtterance(f, offset, serverMs) {
+  // when the page saw the middle of the line, not its start. It is timed from the line's first
+  // voiced viseme: a slow page whose frames skip a short first viseme is late by it, as the
+  // viewer sees. A page that drew none of the stream just before the line began (it joined or
+  // came back in the middle of it) did not see it start, and does not time it.
+  #firstOfUtterance(f, s, correctionMs, serverMs, before) {
     const id = f.utterance_id;
     if (id == null || this.drawnUtterances.has(id)) return;
     this.drawnUtterances.add(id);
     if (!Number.isFinite(serverMs) || this.utterances.length >= this.maxUtterances) return;
-    this.utterances.push({ id, sample: f.start, heard_ms: serverMs - offset, drawn_ms: serverMs });
+    const start = this.track?.lineStart(f) ?? f.start;
+    if (before === null || before >= start) return;
+    const offset = (s - start) / this.perMs + correctionMs;
+    this.utterances.push({ id, sample: start, heard_ms: serverMs - offset, drawn_ms: serverMs });
   }
 
   /** The offsets (ms) since the last call. */

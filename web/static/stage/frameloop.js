@@ -43,7 +43,7 @@ export class FrameLoop {
     this.captions = new CaptionTrack({ sampleRate });
     this.calibration = new OnsetCalibration({ sampleRate, loud, quiet });
     this.playhead = new Playhead({ sampleRate });
-    this.onsets = new DrawnOnsets({ sampleRate });
+    this.onsets = new DrawnOnsets({ sampleRate, track: this.visemes });
     this.frames = new FrameStats();
     this.presentation = new Presentation();
     this.latency = new OutputLatency(); // the device's: what is rendered is heard that much later
@@ -155,6 +155,7 @@ export class FrameLoop {
     const begun = performance.now();
     const dt = frames.tick(now);
     if (this.drawnLast) this.#countOnset(this.drawnLast, now);
+    else this.onsets.gap();
     const displayMs = frames.displayMs();
     // A frame's picture is seen from the vsync after the one it was begun at (`now`, the
     // frame's timestamp) until the next frame's replaces it: the mouth is drawn for the middle

@@ -180,6 +180,16 @@ export class VisemeTrack {
     return Math.min(end, want);
   }
 
+  /** Where the line of frame `f` begins to sound: its utterance's first voiced frame kept. */
+  lineStart(f) {
+    let start = f.start;
+    for (let i = this.#indexAfter(f.start) - 1; i >= 0; i--) {
+      const g = this.frames[i];
+      if (g.utterance_id === f.utterance_id && g.viseme !== "sil") start = Math.min(start, g.start);
+    }
+    return start;
+  }
+
   /** The viseme whose frame holds sample `s` ("sil" when none). */
   visemeAt(s) {
     return this.frameAt(s)?.viseme ?? "sil";
