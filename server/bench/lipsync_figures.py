@@ -81,8 +81,12 @@ def mouth_onset(
     frame Frames.late_at looks for, so the stall's onsets were neither right nor left out."""
     if period is None:
         period = display_period(records)
-    # and the frames after them, to know whether the last one's scripts missed its vsync
-    beyond = [r for r in records if near - window <= r["t"] <= near + window + 1000.0]
+    # and the frames after them, to know whether the last one's scripts missed its vsync; and
+    # the one before them, the closed mouth an opening inside the window rose from (a page
+    # drawing 4 frames a second that opened the mouth early drew it closed more than the window
+    # before the sound, and the line was lost: the ones whose mouth was late were kept)
+    before = [r for r in records if r["t"] < near - window][-1:]
+    beyond = before + [r for r in records if near - window <= r["t"] <= near + window + 1000.0]
     near_by = [r for r in beyond if r["t"] <= near + window]
     for i, closed in enumerate(near_by[:-1]):
         if closed["mouth"] >= CLOSED or near_by[i + 1]["mouth"] < CLOSED:

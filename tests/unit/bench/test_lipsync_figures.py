@@ -55,6 +55,13 @@ def test_the_first_visemes_opening_is_where_the_page_stops_drawing_it():
     assert mouth_onset(early, 1040) == 1020
 
 
+def test_a_slow_page_whose_mouth_opened_early_is_timed_from_a_closed_frame_before_the_window():
+    # 4 frames a second: the closed frame before the opening is over 250 ms before the sound
+    slow = frames([0, 0, 0.8, 0.8], start=500.0, step=260.0)
+    assert mouth_onset(slow, 1040) == 1020
+    assert mouth_onset(frames([0.8, 0.8, 0.8, 0.8], start=500.0, step=260.0), 1040) is None
+
+
 def test_an_opening_too_small_to_see_is_no_onset_and_an_open_mouth_has_none():
     assert mouth_onset(frames([0, 0, 0.05, 0.08, 0.08, 0]), 1040) is None  # a p, an f
     assert mouth_onset(frames([0.6, 0.7, 0.8, 0.9]), 1040) is None
