@@ -108,6 +108,16 @@ test("a moment is shown for the length-weighted mean of the last second's frame 
   assert.ok(Math.abs(steady.displayMs() - 20) < 1e-9, String(steady.displayMs()));
 });
 
+test("a page steadily slow shows each moment for its own interval; a stall of it is left out", () => {
+  const slow = new FrameStats(); // 6 fps all along: a starved page, not a stalled one
+  let t = 0;
+  for (let i = 0; i < 60; i++) slow.tick((t += 170));
+  assert.ok(Math.abs(slow.displayMs() - 170) < 1e-9, String(slow.displayMs()));
+  slow.tick((t += 600)); // another program took the CPU
+  slow.tick((t += 170));
+  assert.ok(Math.abs(slow.displayMs() - 170) < 1e-9, String(slow.displayMs()));
+});
+
 test("a frame held back past the page's usual interval is told from the page's steady rate", () => {
   const f = new FrameStats();
   let t = 0;

@@ -70,17 +70,20 @@ export class FrameStats {
    * frames hold more moments, so this is the intervals' mean weighted by their length
    * (Σg² / Σg), not their median. A page that misses every other vsync at 60 Hz shows frames
    * for 17 and 33 ms; a moment lands in a 33 ms one two times in three, and waits 14 ms on
-   * average, not 8. A stall (an interval over STALL display periods) is left out: it says
-   * nothing of the next frame, and one of 250 ms had the mouth drawn 35 ms early for a second.
+   * average, not 8. A stall (an interval over STALL display periods, and held back: see
+   * `held`) is left out: it says nothing of the next frame, and one of 250 ms had the mouth
+   * drawn 35 ms early for a second. A page steadily slow is not stalling: at 6 fps each frame
+   * stays up 170 ms, and drawn as if for one vsync its visemes showed 0-170 ms late.
    */
   displayMs() {
     const t = this.times;
     if (t.length < 3) return this.period;
+    const stall = Math.max(this.period * STALL, HELD * this.usualMs());
     let sum = 0;
     let squares = 0;
     for (let i = 1; i < t.length; i++) {
       const g = t[i] - t[i - 1];
-      if (g > this.period * STALL) continue;
+      if (g > stall) continue;
       sum += g;
       squares += g * g;
     }
