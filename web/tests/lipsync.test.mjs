@@ -188,6 +188,14 @@ test("a line is timed from its first voiced viseme, though a slow page's frames 
     { id: "slow", sample: 100 * MS, heard_ms: server + 100, drawn_ms: server + 190 },
   ], "the mouth opened 90 ms after the line's sound, not 60 after the viseme it showed");
   assert.deepEqual(m.take(), [60], "each viseme's own onset is still timed from its start");
+  t.add({ ...event([
+    { sample: 400 * MS, viseme: "PP", duration: 30 * MS },
+    { sample: 430 * MS, viseme: "sil", duration: 70 * MS }, // a pause after the first word
+    { sample: 500 * MS, viseme: "aa", duration: 100 * MS },
+  ]), utterance_id: "paused" });
+  for (const ms of [357, 450, 550]) m.frame(t.frameAt(ms * MS), ms * MS, 0, server + ms);
+  assert.deepEqual(m.takeUtterances().map((u) => [u.id, u.drawn_ms - u.heard_ms]), [["paused", 150]],
+    "a frame drawn in the line's pause, after its first word, was drawn after the line began");
 });
 
 test("a page that did not draw the stream as a line began does not time the line's start", () => {

@@ -25,7 +25,7 @@ export class DrawnOnsets {
     this.max = max;
     this.maxUtterances = maxUtterances;
     this.shown = null; // the frame last counted
-    this.lastSample = null; // the sample the frame before was drawn at (null: none drawn)
+    this.drawingSince = null; // the sample of the first frame drawn since the last gap
     this.pending = [];
     this.roles = []; // whose mouth each pending offset is: the role of the viseme drawn
     this.held = []; // whether each pending offset's frame came held back
@@ -41,8 +41,7 @@ export class DrawnOnsets {
    * (null while the page's offset to it is unknown). `held`: the frame came held back.
    */
   frame(f, s, correctionMs = 0, serverMs = null, held = false) {
-    const before = this.lastSample;
-    this.lastSample = s;
+    this.drawingSince ??= s;
     if (!f || f === this.shown || f.viseme === "sil") return;
     this.shown = f;
     if (this.pending.length < this.max) {
@@ -50,26 +49,26 @@ export class DrawnOnsets {
       this.roles.push(typeof f.role === "string" ? f.role : null);
       this.held.push(Boolean(held));
     }
-    this.#firstOfUtterance(f, s, correctionMs, serverMs, before);
+    this.#firstOfUtterance(f, s, correctionMs, serverMs);
   }
 
   /** A frame drew nothing of the stream (no heard clock yet, or the link down). */
   gap() {
-    this.lastSample = null;
+    this.drawingSince = null;
   }
 
   // Only an utterance's first voiced frame drawn counts, timed or not: a later one would say
   // when the page saw the middle of the line, not its start. It is timed from the line's first
   // voiced viseme: a slow page whose frames skip a short first viseme is late by it, as the
-  // viewer sees. A page that drew none of the stream just before the line began (it joined or
-  // came back in the middle of it) did not see it start, and does not time it.
-  #firstOfUtterance(f, s, correctionMs, serverMs, before) {
+  // viewer sees. A page that has not drawn the stream since before the line began (it joined
+  // or came back in the middle of it) did not see it start, and does not time it.
+  #firstOfUtterance(f, s, correctionMs, serverMs) {
     const id = f.utterance_id;
     if (id == null || this.drawnUtterances.has(id)) return;
     this.drawnUtterances.add(id);
     if (!Number.isFinite(serverMs) || this.utterances.length >= this.maxUtterances) return;
     const start = this.track?.lineStart(f) ?? f.start;
-    if (before === null || before >= start) return;
+    if (this.drawingSince >= start) return; // set by this frame at the latest
     const offset = (s - start) / this.perMs + correctionMs;
     this.utterances.push({ id, sample: start, heard_ms: serverMs - offset, drawn_ms: serverMs });
   }

@@ -94,6 +94,7 @@ export class FrameLoop {
     this.voiced = null;
     this.hearing.detach();
     this.clock = null;
+    this.onsets.gap(); // samples before it say nothing of the new clock's
   }
 
   // An interrupt of the whole show silences the audio already buffered here at once, rather
