@@ -24,7 +24,7 @@ stop consonant's closure is silent while the lips already form it, which is no s
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from itertools import pairwise
 from statistics import median
@@ -84,9 +84,10 @@ def mouth_onset(
     # and the frames after them, to know whether the last one's scripts missed its vsync; and
     # the one before them, the closed mouth an opening inside the window rose from (a page
     # drawing 4 frames a second that opened the mouth early drew it closed more than the window
-    # before the sound, and the line was lost: the ones whose mouth was late were kept)
-    before = [r for r in records if r["t"] < near - window][-1:]
-    beyond = before + [r for r in records if near - window <= r["t"] <= near + window + 1000.0]
+    # before the sound, and the line was lost: the ones whose mouth was late were kept). The
+    # records are in time order, as the probe takes them.
+    start = bisect_left(records, near - window, key=_time)
+    beyond = records[max(0, start - 1) : bisect_right(records, near + window + 1000.0, key=_time)]
     near_by = [r for r in beyond if r["t"] <= near + window]
     for i, closed in enumerate(near_by[:-1]):
         if closed["mouth"] >= CLOSED or near_by[i + 1]["mouth"] < CLOSED:
@@ -101,6 +102,10 @@ def mouth_onset(
             half = next(r for r in rise[1:] if r["mouth"] >= first / 2)
             return seen_at(half, beyond, period)
     return None
+
+
+def _time(record: dict) -> float:
+    return record["t"]
 
 
 def seen_at(record: dict, records: Sequence[dict], period: float | None = None) -> float:
